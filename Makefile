@@ -1,0 +1,68 @@
+# The README's two commands: `make run` starts the daemon, `make test` runs
+# the tests. Each installs what it needs that is missing.
+
+GO      ?= go
+BIN     := $(CURDIR)/bin
+TOOLS   := $(CURDIR)/.tools/bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/testdbd/testdbd.Version=$(VERSION)
+ARGS    ?= --warm 1
+
+# Pinned code generators (make generate). Each is installed on its own so
+# their dependencies never pull each other's versions.
+BUF_VERSION             := v1.75.0
+PROTOC_GEN_GO_VERSION   := v1.36.12
+PROTOC_GEN_GRPC_VERSION := v1.6.2
+GATEWAY_VERSION         := v2.33.0
+
+.PHONY: run test build deps lint generate check-generated tools clean
+
+## run: start the daemon on 127.0.0.1:8080 (REST) and :9090 (gRPC); ARGS adds flags
+run: deps build
+	$(BIN)/testdbd serve $(ARGS)
+
+## test: lint, check generated code, and run every test with the race detector
+test: deps lint check-generated
+	$(GO) test -race -count=1 -timeout 80m ./...
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/testdbd ./cmd/testdbd
+
+deps:
+	@scripts/install-deps.sh server
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+
+tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc $(TOOLS)/protoc-gen-grpc-gateway $(TOOLS)/protoc-gen-openapiv2
+
+$(TOOLS)/buf:
+	@echo "building buf $(BUF_VERSION) (about two minutes, once)"
+	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+$(TOOLS)/protoc-gen-go:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(TOOLS)/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
+$(TOOLS)/protoc-gen-grpc-gateway:
+	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GATEWAY_VERSION)
+$(TOOLS)/protoc-gen-openapiv2:
+	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GATEWAY_VERSION)
+
+## generate: regenerate api/ from proto/ with the pinned plugins
+generate: tools
+	PATH=$(TOOLS):$$PATH buf lint
+	rm -f api/testdb/v1/*.go api/openapi/*.json
+	PATH=$(TOOLS):$$PATH buf generate
+
+## check-generated: fail when the committed api/ differs from what proto/ generates
+check-generated: tools
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	PATH=$(TOOLS):$$PATH buf lint && \
+	PATH=$(TOOLS):$$PATH buf generate -o $$tmp && \
+	diff -r $$tmp/api/testdb api/testdb && diff $$tmp/api/openapi/testdb.swagger.json api/openapi/testdb.swagger.json \
+	|| { echo "api/ is stale: run make generate and commit the result"; exit 1; }
+
+clean:
+	rm -rf $(BIN)

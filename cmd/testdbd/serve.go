@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/instance/native"
+	"github.com/testdbd/testdbd/server"
+)
+
+// serveConfig is everything `testdbd serve` is told by flags or environment.
+type serveConfig struct {
+	HTTPAddr          string
+	GRPCAddr          string
+	StateDir          string
+	Provider          string
+	Warm              int
+	MaxInstances      int
+	MaxDatabases      int
+	MaxDBsPerInstance int
+	MemoryBudget      byteSize
+	Token             string
+	Mysqld            string
+	AllowDisk         bool
+	DatadirRoot       string
+	TmpfsSize         byteSize
+	BufferPool        byteSize
+	LogFormat         string
+	LogLevel          string
+	ShutdownTimeout   time.Duration
+}
+
+func serveFlags(cfg *serveConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "REST address (port 0 picks a free port)")
+	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", "127.0.0.1:9090", "gRPC address (port 0 picks a free port)")
+	fs.StringVar(&cfg.StateDir, "state-dir", defaultStateDir(), "directory for the pristine datadir, instance records and mounts")
+	fs.StringVar(&cfg.Provider, "provider", "auto", "how servers run: auto, native or docker")
+	fs.IntVar(&cfg.Warm, "warm", 0, "servers to start at once")
+	fs.IntVar(&cfg.MaxInstances, "max-instances", 2, "most servers running at once")
+	fs.IntVar(&cfg.MaxDatabases, "max-databases", 64, "most worker databases in all")
+	fs.IntVar(&cfg.MaxDBsPerInstance, "max-databases-per-instance", 32, "most worker databases on one server")
+	cfg.MemoryBudget = 8 << 30
+	fs.Var(&cfg.MemoryBudget, "memory-budget", "most memory for servers and their tmpfs datadirs (e.g. 4G)")
+	fs.StringVar(&cfg.Token, "token", "", "require 'Authorization: Bearer <token>' on every call except /healthz")
+	fs.StringVar(&cfg.Mysqld, "mysqld", "", "server binary (mariadbd or mysqld); default: search PATH and /usr/sbin")
+	fs.BoolVar(&cfg.AllowDisk, "allow-disk", false, "accept datadirs that are not on tmpfs (benchmark baselines)")
+	fs.StringVar(&cfg.DatadirRoot, "datadir-root", "", "create datadirs here instead of a tmpfs mount per server (as root) or /dev/shm")
+	cfg.TmpfsSize = native.DefaultTmpfsBytes
+	fs.Var(&cfg.TmpfsSize, "tmpfs-size", "size of each server's tmpfs mount")
+	cfg.BufferPool = byteSize(instance.DefaultConfig.BufferPoolBytes)
+	fs.Var(&cfg.BufferPool, "buffer-pool", "innodb_buffer_pool_size of each server")
+	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for calls in flight")
+	return fs
+}
+
+func defaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/testdbd"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "testdbd")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "testdbd")
+	}
+	return filepath.Join(os.TempDir(), "testdbd")
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}
+
+// runServe is `testdbd serve`: it runs the daemon until SIGTERM or SIGINT.
+func runServe(args []string, stderr io.Writer) error {
+	var cfg serveConfig
+	if err := parseFlags(serveFlags(&cfg), args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	d, err := openDaemon(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := d.Close(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// daemon is the wired daemon: provider, fleet, API server.
+type daemon struct {
+	log      *slog.Logger
+	provider testdbd.Provider
+	fleet    *instance.Fleet
+	server   *server.Server
+}
+
+// openDaemon validates cfg, starts the provider (cleaning up after a killed
+// predecessor), starts --warm servers and begins serving.
+func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daemon, err error) {
+	if cfg.Warm < 0 || cfg.MaxInstances < 1 {
+		return nil, errors.New("--warm must be ≥ 0 and --max-instances ≥ 1")
+	}
+	if cfg.Warm > cfg.MaxInstances {
+		return nil, fmt.Errorf("--warm=%d exceeds --max-instances=%d: raise --max-instances or lower --warm", cfg.Warm, cfg.MaxInstances)
+	}
+	d := &daemon{log: log}
+	defer func() {
+		if err != nil {
+			_ = d.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if d.provider, err = openProvider(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	log.Info("provider ready", "provider", d.provider.Name(), "engine", d.provider.Engine().String())
+	settings := instance.DefaultConfig
+	settings.BufferPoolBytes = int64(cfg.BufferPool)
+	d.fleet = instance.NewFleet(d.provider, instance.FleetConfig{
+		MaxInstances: cfg.MaxInstances,
+		Settings:     settings,
+		Logger:       log,
+	})
+	if cfg.Warm > 0 {
+		log.Info("starting warm servers", "count", cfg.Warm)
+		g, gctx := errgroup.WithContext(ctx)
+		for i := 0; i < cfg.Warm; i++ {
+			g.Go(func() error {
+				_, err := d.fleet.Start(gctx)
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return nil, fmt.Errorf("start warm servers: %w", err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	svc := &server.Service{Fleet: d.fleet}
+	d.server = server.New(server.Config{
+		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Registry: reg, Logger: log,
+	}, svc)
+	if err := d.server.Open(ctx); err != nil {
+		d.server = nil
+		return nil, err
+	}
+	return d, nil
+}
+
+func openProvider(ctx context.Context, cfg serveConfig, log *slog.Logger) (testdbd.Provider, error) {
+	ncfg := native.Config{
+		StateDir: cfg.StateDir, Binary: cfg.Mysqld, DatadirRoot: cfg.DatadirRoot,
+		AllowDisk: cfg.AllowDisk, TmpfsBytes: int64(cfg.TmpfsSize), Logger: log,
+	}
+	switch strings.ToLower(cfg.Provider) {
+	case "native":
+		return native.New(ctx, ncfg)
+	case "auto":
+		if _, err := native.FindBinary(cfg.Mysqld); err != nil {
+			return nil, fmt.Errorf("--provider auto: %w", err)
+		}
+		log.Info("--provider auto picked native: a server binary is installed")
+		return native.New(ctx, ncfg)
+	case "docker":
+		return nil, errors.New("--provider docker is not available in this build: use --provider native")
+	}
+	return nil, fmt.Errorf("--provider %q: use auto, native or docker", cfg.Provider)
+}
+
+// Close stops serving, then stops every server and removes their files.
+func (d *daemon) Close(ctx context.Context) error {
+	var errs []error
+	if d.server != nil {
+		errs = append(errs, d.server.Close(ctx))
+	}
+	if d.fleet != nil {
+		errs = append(errs, d.fleet.Close(ctx))
+	}
+	if d.provider != nil {
+		errs = append(errs, d.provider.Close(ctx))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,266 @@
+package instance
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd"
+)
+
+// FleetConfig configures a Fleet.
+type FleetConfig struct {
+	// MaxInstances caps the servers running at once; 0 means 1.
+	MaxInstances int
+	// Settings tunes the server settings.
+	Settings Config
+	// AdminConns caps each server's pool of administrative connections.
+	AdminConns int
+	// OnDeath is called (in its own goroutine) when a server exits without
+	// being stopped. The fleet has already removed it from its list.
+	OnDeath func(s *Server, err error)
+	Logger  *slog.Logger
+}
+
+// Fleet starts servers through a provider within a limit, keeps an
+// administrative connection pool to each, notices when one dies and removes
+// it. It is safe for concurrent use.
+type Fleet struct {
+	provider testdbd.Provider
+	cfg      FleetConfig
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	servers  []*Server
+	starting int
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// Server is a running instance with the daemon's administrative connections.
+type Server struct {
+	testdbd.Instance
+	// DB is a pool of administrative connections (multi-statements on).
+	DB *sql.DB
+	// Flavor is the server's engine flavor.
+	Flavor testdbd.Flavor
+
+	fleet    *Fleet
+	stopped  chan struct{} // closed when the fleet stops the server on purpose
+	stopOnce sync.Once
+}
+
+// NewFleet returns a fleet over provider. It starts nothing.
+func NewFleet(provider testdbd.Provider, cfg FleetConfig) *Fleet {
+	if cfg.MaxInstances <= 0 {
+		cfg.MaxInstances = 1
+	}
+	if cfg.AdminConns <= 0 {
+		cfg.AdminConns = 16
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Fleet{provider: provider, cfg: cfg, log: cfg.Logger}
+}
+
+// Provider returns the fleet's provider.
+func (f *Fleet) Provider() testdbd.Provider { return f.provider }
+
+// MaxInstances returns the limit on running servers.
+func (f *Fleet) MaxInstances() int { return f.cfg.MaxInstances }
+
+// Start starts one more server, waits until it answers, opens its admin
+// pool and reads its settings back. It fails with EExhausted when
+// MaxInstances servers are already running or starting.
+func (f *Fleet) Start(ctx context.Context) (*Server, error) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil, testdbd.Errorf(testdbd.EUnavailable, "the daemon is shutting down")
+	}
+	if len(f.servers)+f.starting >= f.cfg.MaxInstances {
+		n := len(f.servers) + f.starting
+		f.mu.Unlock()
+		return nil, testdbd.Errorf(testdbd.EExhausted,
+			"server instance limit reached (%d of --max-instances=%d running or starting)", n, f.cfg.MaxInstances)
+	}
+	f.starting++
+	f.mu.Unlock()
+	s, err := f.start(ctx)
+	f.mu.Lock()
+	f.starting--
+	if err == nil && f.closed {
+		err = testdbd.Errorf(testdbd.EUnavailable, "the daemon is shutting down")
+		defer s.stop(context.WithoutCancel(ctx))
+	} else if err == nil {
+		f.servers = append(f.servers, s)
+		f.wg.Add(1)
+		go f.watch(s)
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (f *Fleet) start(ctx context.Context) (*Server, error) {
+	flavor := f.provider.Engine().Flavor
+	inst, err := f.provider.Start(ctx, testdbd.StartOptions{
+		Args:           Args(flavor, f.cfg.Settings),
+		MaxConnections: f.cfg.Settings.MaxConnections,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Instance: inst, Flavor: flavor, fleet: f, stopped: make(chan struct{})}
+	s.DB, err = OpenAdmin(inst.Admin(), f.cfg.AdminConns)
+	if err == nil {
+		var st []testdbd.Setting
+		if st, err = ReadSettings(ctx, s.DB, flavor, f.cfg.Settings); err == nil {
+			inst.SetSettings(st)
+			if bad := Mismatched(st); len(bad) > 0 {
+				f.log.Warn("server runs with settings other than those asked for", "instance", inst.ID(), "settings", bad)
+			}
+		}
+	}
+	if err != nil {
+		s.stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("instance %s: %w", inst.ID(), err)
+	}
+	return s, nil
+}
+
+// OpenAdmin opens a pool of administrative connections to e, with
+// multi-statements on and parameters interpolated client-side (one round
+// trip per statement batch).
+func OpenAdmin(e testdbd.Endpoint, maxConns int) (*sql.DB, error) {
+	cfg := mysql.NewConfig()
+	if e.Socket != "" {
+		cfg.Net, cfg.Addr = "unix", e.Socket
+	} else {
+		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+	}
+	cfg.User, cfg.Passwd = e.User, e.Password
+	cfg.MultiStatements = true
+	cfg.InterpolateParams = true
+	cfg.Timeout = 5 * time.Second
+	cfg.Params = map[string]string{"lock_wait_timeout": "10", "innodb_lock_wait_timeout": "10"}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
+}
+
+// watch waits for a server to exit; if nobody stopped it, it is removed from
+// the fleet, its files are cleaned up and OnDeath is told.
+func (f *Fleet) watch(s *Server) {
+	defer f.wg.Done()
+	select {
+	case <-s.stopped:
+		return
+	case <-s.Done():
+	}
+	select {
+	case <-s.stopped:
+		return
+	default:
+	}
+	err := s.Err()
+	if err == nil {
+		err = errors.New("server process exited")
+	}
+	f.log.Error("server instance died", "instance", s.ID(), "err", err)
+	f.remove(s)
+	_ = s.DB.Close()
+	_ = s.Instance.Stop(context.Background())
+	if f.cfg.OnDeath != nil {
+		f.cfg.OnDeath(s, err)
+	}
+}
+
+func (f *Fleet) remove(s *Server) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, x := range f.servers {
+		if x == s {
+			f.servers = append(f.servers[:i], f.servers[i+1:]...)
+			return
+		}
+	}
+}
+
+// Servers returns the running servers, oldest first.
+func (f *Fleet) Servers() []*Server {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*Server(nil), f.servers...)
+}
+
+// Get returns the running server with the given id.
+func (f *Fleet) Get(id string) (*Server, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.servers {
+		if s.ID() == id {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// Stop stops one server and removes it from the fleet.
+func (f *Fleet) Stop(ctx context.Context, s *Server) error {
+	f.remove(s)
+	return s.stop(ctx)
+}
+
+func (s *Server) stop(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stopped) })
+	if s.DB != nil {
+		_ = s.DB.Close()
+	}
+	return s.Instance.Stop(ctx)
+}
+
+// Close stops every server and waits for the watchers to finish.
+func (f *Fleet) Close(ctx context.Context) error {
+	f.mu.Lock()
+	f.closed = true
+	servers := f.servers
+	f.servers = nil
+	f.mu.Unlock()
+	var errs []error
+	for _, s := range servers {
+		errs = append(errs, s.stop(ctx))
+	}
+	f.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Describe returns the server's description with the number of databases on
+// it counted now (system schemas excluded).
+func (s *Server) Describe(ctx context.Context) (testdbd.InstanceInfo, int) {
+	info := s.Info(ctx)
+	var n int
+	err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.SCHEMATA
+		WHERE SCHEMA_NAME NOT IN ('mysql','information_schema','performance_schema','sys')`).Scan(&n)
+	if err != nil {
+		n = -1
+	}
+	return info, n
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what `make run` and `make test` need and is missing, from Debian's
+# packages. Usage: scripts/install-deps.sh server|examples ...
+#   server    MariaDB server and client (mariadbd, mariadb-install-db, mariadb)
+#   examples  php-cli, php-mysql and python3-pymysql for the examples
+set -euo pipefail
+
+missing=()
+need() { # need <command-or-file> <package>
+  if ! command -v "$1" >/dev/null 2>&1 && [ ! -e "$1" ]; then missing+=("$2"); fi
+}
+for group in "$@"; do
+  case "$group" in
+    server)
+      need mariadbd mariadb-server-core
+      need mariadb-install-db mariadb-server-core
+      need mariadb mariadb-client-core
+      ;;
+    examples)
+      need php php-cli
+      if command -v php >/dev/null 2>&1 && ! php -m 2>/dev/null | grep -qi '^pdo_mysql$'; then missing+=(php-mysql); else need /usr/share/php-mysql php-mysql; fi
+      if ! python3 -c 'import pymysql' >/dev/null 2>&1; then missing+=(python3-pymysql); fi
+      ;;
+    *) echo "install-deps: unknown group $group" >&2; exit 2 ;;
+  esac
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
+echo "install-deps: installing $pkgs"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "install-deps: need root or sudo to install: $pkgs" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq --no-install-recommends $pkgs

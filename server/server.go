@@ -1,0 +1,243 @@
+// Package server exposes testdbd over gRPC (with reflection and the standard
+// health service) and over REST through grpc-gateway, with /healthz,
+// /openapi.json and /metrics beside the API.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/testdbd/testdbd/api/openapi"
+	testdbv1 "github.com/testdbd/testdbd/api/testdb/v1"
+)
+
+// MaxRequestBytes caps a request body (uploaded migrations and seeds included).
+const MaxRequestBytes = 64 << 20
+
+// Config configures a Server.
+type Config struct {
+	GRPCAddr string // e.g. 127.0.0.1:9090; port 0 picks a free port
+	HTTPAddr string // e.g. 127.0.0.1:8080; port 0 picks a free port
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// every call except /healthz and the gRPC health service.
+	Token    string
+	Registry *prometheus.Registry // served at /metrics; nil means none
+	Logger   *slog.Logger
+}
+
+// Server serves one TestDBServiceServer over gRPC and REST.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	svc    testdbv1.TestDBServiceServer
+	grpc   *grpc.Server
+	health *health.Server
+	http   *http.Server
+	gl, hl net.Listener
+	wg     sync.WaitGroup
+}
+
+// New returns a server for svc. Open binds and starts it.
+func New(cfg Config, svc testdbv1.TestDBServiceServer) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Server{cfg: cfg, log: cfg.Logger, svc: svc}
+}
+
+// Open binds both listeners and starts serving. It logs the addresses it
+// actually bound.
+func (s *Server) Open(ctx context.Context) error {
+	var err error
+	if s.gl, err = net.Listen("tcp", s.cfg.GRPCAddr); err != nil {
+		return fmt.Errorf("listen for gRPC on %s: %w (choose another --grpc-addr)", s.cfg.GRPCAddr, err)
+	}
+	if s.hl, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
+		s.gl.Close()
+		return fmt.Errorf("listen for HTTP on %s: %w (choose another --http-addr)", s.cfg.HTTPAddr, err)
+	}
+
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(MaxRequestBytes),
+		grpc.ChainUnaryInterceptor(s.unaryAuth),
+		grpc.ChainStreamInterceptor(s.streamAuth),
+	)
+	testdbv1.RegisterTestDBServiceServer(s.grpc, s.svc)
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(testdbv1.TestDBService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	reflection.Register(s.grpc)
+
+	gw := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
+			UnmarshalOptions: protojson.UnmarshalOptions{},
+		}),
+	)
+	if err := testdbv1.RegisterTestDBServiceHandlerServer(ctx, gw, s.svc); err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openapi.Document)
+	})
+	if s.cfg.Registry != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	}
+	mux.Handle("/", gw)
+	s.http = &http.Server{
+		Handler:           s.httpAuth(limitBody(mux)),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.grpc.Serve(s.gl); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			s.log.Error("gRPC server stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		if err := s.http.Serve(s.hl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("HTTP server stopped", "err", err)
+		}
+	}()
+	s.log.Info("serving", "grpc", s.GRPCAddr(), "http", s.HTTPAddr(), "auth", s.cfg.Token != "")
+	return nil
+}
+
+// GRPCAddr returns the address the gRPC listener bound.
+func (s *Server) GRPCAddr() string { return s.gl.Addr().String() }
+
+// HTTPAddr returns the address the HTTP listener bound.
+func (s *Server) HTTPAddr() string { return s.hl.Addr().String() }
+
+// SetServing flips the health status (NOT_SERVING during shutdown).
+func (s *Server) SetServing(ok bool) {
+	st := healthpb.HealthCheckResponse_SERVING
+	if !ok {
+		st = healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	s.health.SetServingStatus("", st)
+	s.health.SetServingStatus(testdbv1.TestDBService_ServiceDesc.ServiceName, st)
+}
+
+// Close stops accepting calls, lets running ones finish until ctx ends, then
+// stops hard.
+func (s *Server) Close(ctx context.Context) error {
+	if s.grpc == nil {
+		return nil
+	}
+	s.SetServing(false)
+	herr := s.http.Shutdown(ctx)
+	stopped := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		s.grpc.Stop()
+	}
+	s.wg.Wait()
+	return herr
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	resp, err := s.health.Check(r.Context(), &healthpb.HealthCheckRequest{})
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":"NOT_SERVING"}` + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte(`{"status":"SERVING"}` + "\n"))
+}
+
+// authorized compares the presented bearer token with the configured one in
+// constant time (hashing both first so that even the length is not leaked).
+func (s *Server) authorized(header string) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(s.cfg.Token))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+const authHelp = "missing or wrong bearer token: this daemon runs with --token; send the header \"Authorization: Bearer <token>\""
+
+func (s *Server) httpAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || s.authorized(r.Header.Get("Authorization")) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"code":%d,"message":%q,"details":[]}`+"\n", codes.Unauthenticated, authHelp)
+	})
+}
+
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) checkGRPC(ctx context.Context, method string) error {
+	if strings.HasPrefix(method, "/grpc.health.v1.Health/") {
+		return nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	var header string
+	if v := md.Get("authorization"); len(v) > 0 {
+		header = v[0]
+	}
+	if !s.authorized(header) {
+		return status.Error(codes.Unauthenticated, authHelp+" (gRPC metadata \"authorization\")")
+	}
+	return nil
+}
+
+func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if err := s.checkGRPC(ctx, info.FullMethod); err != nil {
+		return nil, err
+	}
+	return handler(ctx, req)
+}
+
+func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := s.checkGRPC(ss.Context(), info.FullMethod); err != nil {
+		return err
+	}
+	return handler(srv, ss)
+}

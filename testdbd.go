@@ -1,0 +1,213 @@
+// Package testdbd is the vocabulary of the testdbd daemon: server instances,
+// the providers that start them, reset strategies and their reports.
+//
+// Implementations live in subpackages: instance/native and instance/docker
+// start servers, migrations builds and clones templates, strategies resets
+// worker databases, lease hands them out, and server exposes it all over
+// gRPC and REST. cmd/testdbd wires them together.
+package testdbd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Version is testdbd's version. It is part of every template hash, so a new
+// release never reuses a template built by an older one. Set at build time
+// with -ldflags "-X github.com/testdbd/testdbd.Version=...".
+var Version = "0.1.0-dev"
+
+// Flavor is a MySQL-compatible engine family.
+type Flavor string
+
+// The supported flavors.
+const (
+	MariaDB Flavor = "mariadb"
+	MySQL   Flavor = "mysql"
+)
+
+// Engine identifies a server binary: its flavor and version.
+type Engine struct {
+	Flavor  Flavor
+	Version string // e.g. "10.11.19"
+}
+
+func (e Engine) String() string { return string(e.Flavor) + " " + e.Version }
+
+// ParseEngine detects the flavor and version from a server's version string,
+// as printed by `mysqld --version` or returned by SELECT VERSION().
+func ParseEngine(s string) (Engine, error) {
+	flavor := MySQL
+	if strings.Contains(strings.ToLower(s), "mariadb") {
+		flavor = MariaDB
+	}
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' || r == '-' }) {
+		if len(f) > 0 && f[0] >= '0' && f[0] <= '9' && strings.Count(f, ".") >= 2 {
+			return Engine{Flavor: flavor, Version: f}, nil
+		}
+	}
+	return Engine{}, fmt.Errorf("no version number in %q", s)
+}
+
+// Endpoint says how to reach a server.
+type Endpoint struct {
+	Host     string // TCP host; empty when Socket is set
+	Port     int
+	Socket   string // Unix socket path, preferred when set
+	User     string
+	Password string
+}
+
+// InstanceState is where an instance is in its life.
+type InstanceState string
+
+// The instance states.
+const (
+	InstanceStarting InstanceState = "starting"
+	InstanceRunning  InstanceState = "running"
+	InstanceFailed   InstanceState = "failed"
+	InstanceStopped  InstanceState = "stopped"
+)
+
+// Setting is a server setting testdbd asked for and what the server runs with.
+type Setting struct {
+	Name      string // the server variable, e.g. "innodb_stats_auto_recalc"
+	Requested string // the value asked for
+	Actual    string // the value read back from the running server
+	OK        bool   // whether Actual means the same as Requested
+}
+
+// InstanceInfo describes a running (or failed) server instance.
+type InstanceInfo struct {
+	ID             string
+	Provider       string // "native" or "docker"
+	Engine         Engine
+	Host           string // address handed to clients
+	Port           int
+	Socket         string // Unix socket (native only)
+	Datadir        string
+	DatadirOnTmpfs bool
+	DatadirBytes   int64 // bytes used on the datadir's filesystem
+	MemoryBytes    int64 // resident memory of the server process or container
+	PID            int
+	Image          string // docker only
+	ContainerID    string // docker only
+	State          InstanceState
+	Err            string // why the instance failed
+	StartedAt      time.Time
+	StartupTime    time.Duration
+	Settings       []Setting
+}
+
+// Instance is one running MySQL-compatible server. Implementations are safe
+// for concurrent use.
+type Instance interface {
+	// ID is unique among the instances of one daemon.
+	ID() string
+	// Info returns the instance's description, with memory and disk usage
+	// read now.
+	Info(ctx context.Context) InstanceInfo
+	// Admin is the endpoint of the daemon's own administrative connections.
+	Admin() Endpoint
+	// Engine is the server's flavor and version.
+	Engine() Engine
+	// Client is the TCP address handed to leases.
+	Client() (host string, port int)
+	// SetSettings records the settings read back from the running server.
+	SetSettings([]Setting)
+	// Done is closed when the server process has exited, for whatever reason.
+	Done() <-chan struct{}
+	// Err says why the server exited, once Done is closed.
+	Err() error
+	// Stop stops the server and removes its datadir and mounts.
+	Stop(ctx context.Context) error
+}
+
+// StartOptions are what a provider needs to start one server.
+type StartOptions struct {
+	// Args are the server settings as command-line options (--name=value).
+	Args []string
+	// MaxConnections is passed as max_connections.
+	MaxConnections int
+}
+
+// Provider starts server instances. Implementations are safe for concurrent use.
+type Provider interface {
+	// Name is "native" or "docker".
+	Name() string
+	// Engine is the flavor and version of the servers this provider starts.
+	Engine() Engine
+	// Start starts one server and waits until it answers.
+	Start(ctx context.Context, opts StartOptions) (Instance, error)
+	// Close stops every server the provider started and removes what they
+	// left (datadirs, mounts, containers).
+	Close(ctx context.Context) error
+}
+
+// Strategy is how a leased database is brought back to its template.
+type Strategy int
+
+// The reset strategies. StrategyDefault means the daemon's default (snapshot).
+const (
+	StrategyDefault Strategy = iota
+	StrategyTruncate
+	StrategySnapshot
+	StrategyRollback
+)
+
+// Strategies lists the strategies that run.
+var Strategies = []Strategy{StrategyTruncate, StrategySnapshot, StrategyRollback}
+
+func (s Strategy) String() string {
+	switch s {
+	case StrategyTruncate:
+		return "truncate"
+	case StrategySnapshot:
+		return "snapshot"
+	case StrategyRollback:
+		return "rollback"
+	default:
+		return "default"
+	}
+}
+
+// ParseStrategy parses a strategy name ("truncate", "snapshot", "rollback").
+func ParseStrategy(s string) (Strategy, error) {
+	switch strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "STRATEGY_")) {
+	case "truncate":
+		return StrategyTruncate, nil
+	case "snapshot":
+		return StrategySnapshot, nil
+	case "rollback":
+		return StrategyRollback, nil
+	case "", "default", "unspecified":
+		return StrategyDefault, nil
+	}
+	return 0, Errorf(EInvalid, "unknown strategy %q: use truncate, snapshot or rollback", s)
+}
+
+// ResetPhases are the timed phases of a reset.
+type ResetPhases struct {
+	Sessions time.Duration // ending the lease's open sessions
+	Detect   time.Duration // finding the changed tables
+	Verify   time.Duration // comparing content with the template
+	Restore  time.Duration // putting tables back
+	Schema   time.Duration // recreating changed schema objects
+}
+
+// ResetReport says what a reset did and how long it took.
+type ResetReport struct {
+	LeaseID        string
+	Database       string
+	Strategy       Strategy // what ran
+	Requested      Strategy // what was asked for
+	FallbackReason string   // why more than the requested work was done
+	Total          time.Duration
+	Phases         ResetPhases
+	TablesTotal    int      // tables checked
+	TablesReset    []string // tables restored
+	SchemaChanges  []string // schema objects put back
+	SessionsEnded  int
+}
