@@ -15,14 +15,14 @@ PROTOC_GEN_GO_VERSION   := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.6.2
 GATEWAY_VERSION         := v2.33.0
 
-.PHONY: run test build deps lint generate check-generated tools clean
+.PHONY: run test build deps lint generate check-generated tools clean property
 
 ## run: start the daemon on 127.0.0.1:8080 (REST) and :9090 (gRPC); ARGS adds flags
 run: deps build
 	$(BIN)/testdbd serve $(ARGS)
 
 ## test: lint, check generated code, and run every test with the race detector
-test: deps lint check-generated
+test: deps lint check-generated image
 	$(GO) test -race -count=1 -timeout 80m ./...
 
 build:
@@ -66,3 +66,14 @@ check-generated: tools
 
 clean:
 	rm -rf $(BIN)
+
+## image: build the MariaDB image --provider docker runs by default, from the
+## host's Debian packages with no registry (skipped when no Docker engine runs)
+IMAGE ?= testdbd/mariadb:10.11-local
+.PHONY: image
+image:
+	@scripts/build-image.sh $(IMAGE)
+
+## property: the long randomized proof that every strategy resets to exactly the template
+property: deps
+	TESTDBD_PROPERTY_N=$${N:-2500} $(GO) test -race -count=1 -timeout 60m -run TestPropertyResetEqualsTemplate -v ./strategies/ | grep -v '^\s*testenv.go'

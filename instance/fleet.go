@@ -144,7 +144,15 @@ func (f *Fleet) start(ctx context.Context) (*Server, error) {
 // multi-statements on and parameters interpolated client-side (one round
 // trip per statement batch).
 func OpenAdmin(e testdbd.Endpoint, maxConns int) (*sql.DB, error) {
+	return OpenDatabase(e, "", maxConns)
+}
+
+// OpenDatabase is OpenAdmin with database as the connections' default
+// database.
+func OpenDatabase(e testdbd.Endpoint, database string, maxConns int) (*sql.DB, error) {
 	cfg := mysql.NewConfig()
+	cfg.DBName = database
+	cfg.ParseTime = true
 	if e.Socket != "" {
 		cfg.Net, cfg.Addr = "unix", e.Socket
 	} else {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/instance/docker"
 	"github.com/testdbd/testdbd/instance/native"
 	"github.com/testdbd/testdbd/server"
 )
@@ -37,6 +38,7 @@ type serveConfig struct {
 	MemoryBudget      byteSize
 	Token             string
 	Mysqld            string
+	Image             string
 	AllowDisk         bool
 	DatadirRoot       string
 	TmpfsSize         byteSize
@@ -60,6 +62,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "most memory for servers and their tmpfs datadirs (e.g. 4G)")
 	fs.StringVar(&cfg.Token, "token", "", "require 'Authorization: Bearer <token>' on every call except /healthz")
 	fs.StringVar(&cfg.Mysqld, "mysqld", "", "server binary (mariadbd or mysqld); default: search PATH and /usr/sbin")
+	fs.StringVar(&cfg.Image, "image", docker.DefaultImage, "server image for --provider docker, present locally (make image builds the default)")
 	fs.BoolVar(&cfg.AllowDisk, "allow-disk", false, "accept datadirs that are not on tmpfs (benchmark baselines)")
 	fs.StringVar(&cfg.DatadirRoot, "datadir-root", "", "create datadirs here instead of a tmpfs mount per server (as root) or /dev/shm")
 	cfg.TmpfsSize = native.DefaultTmpfsBytes
@@ -196,15 +199,35 @@ func openProvider(ctx context.Context, cfg serveConfig, log *slog.Logger) (testd
 	case "native":
 		return native.New(ctx, ncfg)
 	case "auto":
-		if _, err := native.FindBinary(cfg.Mysqld); err != nil {
-			return nil, fmt.Errorf("--provider auto: %w", err)
+		if _, err := native.FindBinary(cfg.Mysqld); err == nil {
+			log.Info("--provider auto picked native: a server binary is installed")
+			return native.New(ctx, ncfg)
 		}
-		log.Info("--provider auto picked native: a server binary is installed")
-		return native.New(ctx, ncfg)
+		log.Info("--provider auto picked docker: no mariadbd or mysqld is installed", "image", cfg.Image)
+		p, err := openDocker(ctx, cfg, log)
+		if err != nil {
+			return nil, fmt.Errorf("--provider auto: no mariadbd or mysqld is installed (apt-get install mariadb-server-core, or --mysqld), and %w", err)
+		}
+		return p, nil
 	case "docker":
-		return nil, errors.New("--provider docker is not available in this build: use --provider native")
+		return openDocker(ctx, cfg, log)
 	}
 	return nil, fmt.Errorf("--provider %q: use auto, native or docker", cfg.Provider)
+}
+
+// openDocker starts the Docker provider. Ryuk, testcontainers' reaper, runs
+// from an image no registry here serves, so it is disabled unless the
+// environment says otherwise; the provider removes its own containers.
+func openDocker(ctx context.Context, cfg serveConfig, log *slog.Logger) (testdbd.Provider, error) {
+	if _, ok := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !ok {
+		if err := os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true"); err != nil {
+			return nil, err
+		}
+	}
+	docker.SetLibraryLogger(log)
+	return docker.New(ctx, docker.Config{
+		StateDir: cfg.StateDir, Image: cfg.Image, TmpfsBytes: int64(cfg.TmpfsSize), Logger: log,
+	})
 }
 
 // Close stops serving, then stops every server and removes their files.

@@ -30,9 +30,9 @@ import (
 type record struct {
 	ID      string `json:"id"`
 	PID     int    `json:"pid,omitempty"`
-	Root    string `json:"root"`            // the instance's tmpfs area: datadir and tmpdir live here
-	Mounted bool   `json:"mounted"`         // Root is a tmpfs mount of its own
-	Outside bool   `json:"outside"`         // Root is outside the instance directory (e.g. /dev/shm)
+	Root    string `json:"root"`    // the instance's tmpfs area: datadir and tmpdir live here
+	Mounted bool   `json:"mounted"` // Root is a tmpfs mount of its own
+	Outside bool   `json:"outside"` // Root is outside the instance directory (e.g. /dev/shm)
 	Started string `json:"started,omitempty"`
 }
 

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/testdbd/testdbd/instance/docker"
+	"github.com/testdbd/testdbd/internal/testenv"
+)
+
+// needDocker skips the test when no Docker engine is reachable, and fails it
+// when the image under test is missing.
+func needDocker(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("no docker command: no Docker engine to test against")
+	}
+	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		t.Skipf("no Docker engine reachable: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	if out, err := exec.Command("docker", "image", "inspect", docker.DefaultImage).CombinedOutput(); err != nil {
+		t.Fatalf("image %s is missing (make image builds it): %s", docker.DefaultImage, strings.TrimSpace(string(out)))
+	}
+}
+
+// containersOf lists the ids of the containers of a state directory, and
+// removes them at the end of the test whatever happens.
+func containersOf(t *testing.T, stateDir string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-aq", "--no-trunc", "--filter", "label="+docker.LabelStateDir+"="+stateDir).Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+func removeContainersAtEnd(t *testing.T, stateDir string) {
+	t.Cleanup(func() {
+		if ids := containersOf(t, stateDir); len(ids) > 0 {
+			_ = exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
+		}
+	})
+}
+
+type dockerInstanceJSON struct {
+	ID             string `json:"id"`
+	Provider       string `json:"provider"`
+	ContainerID    string `json:"container_id"`
+	Image          string `json:"image"`
+	DatadirOnTmpfs bool   `json:"datadir_on_tmpfs"`
+	MemoryBytes    string `json:"memory_bytes"` // int64 is a string in proto JSON
+	State          string `json:"state"`
+	Settings       []struct {
+		Name string `json:"name"`
+		OK   bool   `json:"ok"`
+	} `json:"settings"`
+}
+
+func (p *proc) dockerInstances(t *testing.T) []dockerInstanceJSON {
+	var list struct {
+		Instances []dockerInstanceJSON `json:"instances"`
+	}
+	p.getJSON(t, "/v1/instances", &list)
+	return list.Instances
+}
+
+func TestDockerDaemonServesAndStopsCleanly(t *testing.T) {
+	needDocker(t)
+	state := testenv.StateDir(t)
+	removeContainersAtEnd(t, state)
+	d := startDaemon(t, state, "--provider", "docker", "--warm", "1")
+	insts := d.dockerInstances(t)
+	if len(insts) != 1 {
+		t.Fatalf("%d instances after --warm 1", len(insts))
+	}
+	in := insts[0]
+	if in.Provider != "docker" || in.Image != docker.DefaultImage || in.ContainerID == "" ||
+		!in.DatadirOnTmpfs || in.State != "running" || in.MemoryBytes == "0" || len(in.Settings) == 0 {
+		t.Errorf("instance: %+v", in)
+	}
+	for _, s := range in.Settings {
+		if !s.OK {
+			t.Errorf("setting %s did not take", s.Name)
+		}
+	}
+	if ids := containersOf(t, state); len(ids) != 1 || ids[0] != in.ContainerID {
+		t.Fatalf("containers of the daemon: %v, want [%s]", ids, in.ContainerID)
+	}
+
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon did not exit within 30 s of SIGTERM")
+	}
+	if code := d.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d after SIGTERM", code)
+	}
+	if ids := containersOf(t, state); len(ids) != 0 {
+		t.Errorf("containers left after SIGTERM: %v", ids)
+	}
+}
+
+func TestDockerDaemonKilledIsCleanedUpOnRestart(t *testing.T) {
+	needDocker(t)
+	state := testenv.StateDir(t)
+	removeContainersAtEnd(t, state)
+	d := startDaemon(t, state, "--provider", "docker", "--warm", "2", "--max-instances", "2")
+	if n := len(d.dockerInstances(t)); n != 2 {
+		t.Fatalf("%d instances after --warm 2", n)
+	}
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.exited
+	old := containersOf(t, state)
+	if len(old) != 2 {
+		t.Fatalf("after kill -9: containers %v, want the 2 servers still there", old)
+	}
+
+	d2 := startDaemon(t, state, "--provider", "docker")
+	for _, id := range old {
+		if err := exec.Command("docker", "inspect", id).Run(); err == nil {
+			t.Errorf("container %s of the killed daemon still exists", id[:12])
+		}
+	}
+	if n := len(d2.dockerInstances(t)); n != 0 {
+		t.Errorf("restarted daemon lists %d instances, want 0", n)
+	}
+	_ = d2.cmd.Process.Signal(syscall.SIGTERM)
+	<-d2.exited
+	if ids := containersOf(t, state); len(ids) != 0 {
+		t.Errorf("containers left after SIGTERM: %v", ids)
+	}
+}
+
+// TestProviderAutoPicksDocker: with no server binary, --provider auto
+// starts the Docker provider.
+func TestProviderAutoPicksDocker(t *testing.T) {
+	needDocker(t)
+	state := testenv.StateDir(t)
+	removeContainersAtEnd(t, state)
+	cfg := serveConfig{Provider: "auto", Mysqld: filepath.Join(state, "no-such-mysqld"), StateDir: state,
+		Image: docker.DefaultImage, TmpfsSize: 256 << 20}
+	p, err := openProvider(context.Background(), cfg, testenv.Logger(t))
+	if err != nil {
+		t.Fatalf("--provider auto without a server binary: %v", err)
+	}
+	defer p.Close(context.Background())
+	if p.Name() != "docker" {
+		t.Errorf("--provider auto picked %s, want docker", p.Name())
+	}
+}

@@ -1,0 +1,472 @@
+// Package docker starts MySQL and MariaDB servers as Docker containers,
+// through testcontainers-go, with their datadir on a tmpfs mount.
+//
+// testdbd does not rely on the official images' entrypoint: every container
+// runs testdbd's own start script with /bin/sh, which initializes the tmpfs
+// datadir (copying the image's pristine datadir when it carries one at
+// /testdbd/seed, else with mariadb-install-db or mysqld
+// --initialize-insecure), creates testdbd's admin account with --init-file
+// and execs the server with the disposable-data settings. The same code
+// serves the official mysql:8.x/9.x and mariadb:10.11/11.x images and the
+// image `make image` builds from the host's Debian packages. Only the latter
+// is tested here (no registry is reachable); the official-image path is
+// written for them but untested.
+//
+// Containers use the host's network and listen on 127.0.0.1 on a free port.
+// They carry the labels io.testdbd.owner (a hash of the host name and the
+// state directory), io.testdbd.instance and io.testdbd.state-dir. Ryuk, the
+// testcontainers reaper, cannot be pulled without a registry and must be
+// disabled (TESTCONTAINERS_RYUK_DISABLED=true): the provider removes its
+// own containers on Close, and at start removes the ones a daemon of the
+// same state directory killed with -9 left behind.
+package docker
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/testdbd/testdbd"
+)
+
+// DefaultImage is the image `make image` builds from the host's MariaDB
+// packages (scripts/build-image.sh).
+const DefaultImage = "testdbd/mariadb:10.11-local"
+
+// DefaultTmpfsBytes is the size limit of each container's tmpfs datadir.
+const DefaultTmpfsBytes = 2 << 30
+
+// The labels every container of testdbd carries.
+const (
+	// LabelOwner identifies the daemon: a hash of the host name and the
+	// state directory. The start-up sweep removes containers with its own
+	// value only.
+	LabelOwner = "io.testdbd.owner"
+	// LabelInstance is the instance id.
+	LabelInstance = "io.testdbd.instance"
+	// LabelStateDir is the daemon's state directory, for people reading
+	// `docker ps`.
+	LabelStateDir = "io.testdbd.state-dir"
+)
+
+// reaperNetwork is the bridge network testcontainers creates when the
+// engine has no default bridge network.
+const reaperNetwork = "reaper_default"
+
+// Config configures a Provider.
+type Config struct {
+	// StateDir identifies this daemon's containers (LabelOwner is derived
+	// from it) and holds the lock that keeps a second daemon off it.
+	// Required.
+	StateDir string
+	// Image is the server image, which must be present locally (nothing is
+	// pulled). Empty means DefaultImage.
+	Image string
+	// TmpfsBytes is the size limit of each container's tmpfs datadir and
+	// tmpdir; 0 means DefaultTmpfsBytes.
+	TmpfsBytes int64
+	// NoSeed makes containers initialize their datadir with the image's own
+	// tools (mariadb-install-db or mysqld --initialize-insecure) even when
+	// the image carries a pristine datadir. The official images always take
+	// that path; tests set NoSeed to exercise it on the local image.
+	NoSeed bool
+	// Logger receives progress; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Provider starts servers as containers. It is safe for concurrent use.
+type Provider struct {
+	cfg      Config
+	log      *slog.Logger
+	tclog    tclog.Logger                 // testcontainers' per-container messages, at debug level
+	owner    string                       // LabelOwner value
+	cli      *testcontainers.DockerClient // inspect, wait, stats, list, remove
+	engine   testdbd.Engine
+	lock     *os.File // flock on StateDir/lock
+	ownsNet  bool     // reaper_default did not exist before this provider
+	watchCtx context.Context
+	cancel   context.CancelFunc // ends every watcher
+	wg       sync.WaitGroup     // the watchers
+
+	mu      sync.Mutex
+	servers map[string]*Server
+	closed  bool
+}
+
+var _ testdbd.Provider = (*Provider)(nil)
+
+// New connects to the Docker engine, checks that the image is present and
+// Ryuk is disabled, takes the state directory (refusing one another daemon
+// holds), removes the containers a killed daemon of the same state directory
+// left behind, and detects the image's engine by running `mariadbd
+// --version` (or mysqld) in a throwaway container.
+func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
+	if cfg.StateDir == "" {
+		return nil, testdbd.Errorf(testdbd.EInvalid, "docker provider: a state directory is required")
+	}
+	if cfg.Image == "" {
+		cfg.Image = DefaultImage
+	}
+	if cfg.TmpfsBytes == 0 {
+		cfg.TmpfsBytes = DefaultTmpfsBytes
+	}
+	tc := testcontainers.ReadConfig().Config
+	if !tc.RyukDisabled {
+		return nil, testdbd.Errorf(testdbd.EInvalid,
+			"docker provider: Ryuk (the testcontainers reaper) is enabled, but its image cannot be pulled without a registry: "+
+				"set TESTCONTAINERS_RYUK_DISABLED=true (exactly 'true') before starting; testdbd removes its own containers")
+	}
+	if tc.HubImageNamePrefix != "" {
+		return nil, testdbd.Errorf(testdbd.EInvalid,
+			"docker provider: TESTCONTAINERS_HUB_IMAGE_NAME_PREFIX (or hub.image.name.prefix) is set to %q and would rewrite the image name: unset it",
+			tc.HubImageNamePrefix)
+	}
+	p := &Provider{cfg: cfg, log: cfg.Logger, servers: map[string]*Server{}}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	p.tclog = libraryLogger{p.log}
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	p.cfg.StateDir = abs
+	p.owner = ownerID(abs)
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	if p.lock, err = lockStateDir(abs); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			p.lock.Close()
+			if p.cli != nil {
+				p.cli.Close()
+			}
+		}
+	}()
+	if p.cli, err = testcontainers.NewDockerClientWithOpts(ctx); err != nil {
+		return nil, testdbd.Errorf(testdbd.EUnavailable,
+			"docker provider: no Docker engine reachable (%v): start Docker or set DOCKER_HOST, or use --provider native", err)
+	}
+	if _, err := p.cli.ImageInspect(ctx, cfg.Image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, testdbd.Errorf(testdbd.EUnavailable,
+				"docker provider: image %s is not present locally and testdbd never pulls: build it with `make image`, "+
+					"or pass --image with an image you have (docker images; e.g. mariadb:10.11 or mysql:8.4 after a docker pull)", cfg.Image)
+		}
+		return nil, fmt.Errorf("docker provider: inspect image %s: %w", cfg.Image, err)
+	}
+	p.ownsNet = !p.networkExists(ctx, reaperNetwork)
+	if err := p.sweep(ctx); err != nil {
+		return nil, err
+	}
+	if p.engine, err = p.detectEngine(ctx); err != nil {
+		return nil, err
+	}
+	p.watchCtx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	p.log.Info("docker provider ready", "image", cfg.Image, "engine", p.engine.String(), "owner", p.owner)
+	return p, nil
+}
+
+// Name returns "docker".
+func (p *Provider) Name() string { return "docker" }
+
+// Engine returns the flavor and version of the image's server.
+func (p *Provider) Engine() testdbd.Engine { return p.engine }
+
+// Image returns the image the provider runs.
+func (p *Provider) Image() string { return p.cfg.Image }
+
+// Owner returns the value of LabelOwner on this provider's containers.
+func (p *Provider) Owner() string { return p.owner }
+
+// Close stops and removes every container the provider started (and any
+// other container with its owner label), removes the testcontainers
+// fallback network if the provider caused its creation, and releases the
+// state directory.
+func (p *Provider) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed && p.lock == nil {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	servers := make([]*Server, 0, len(p.servers))
+	for _, s := range p.servers {
+		servers = append(servers, s)
+	}
+	lock := p.lock
+	p.lock = nil
+	p.mu.Unlock()
+
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Stop(ctx)
+		}()
+	}
+	wg.Wait()
+	// Containers of starts still in flight, or whose removal failed above.
+	errs = append(errs, p.sweep(ctx))
+	if p.ownsNet {
+		p.removeNetwork(ctx, reaperNetwork)
+	}
+	p.cancel()
+	p.wg.Wait()
+	errs = append(errs, p.cli.Close())
+	if lock != nil {
+		errs = append(errs, lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// SetLibraryLogger sends testcontainers-go's own messages (its banner on
+// first connecting to Docker, container life-cycle lines) to l at debug
+// level instead of stderr. It changes a process-wide setting of that
+// library: call it once, from main.
+func SetLibraryLogger(l *slog.Logger) {
+	tclog.SetDefault(libraryLogger{l})
+}
+
+// libraryLogger adapts slog to testcontainers' Printf logger.
+type libraryLogger struct{ l *slog.Logger }
+
+func (l libraryLogger) Printf(format string, v ...any) {
+	l.l.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)), "component", "testcontainers")
+}
+
+// ownerID is the LabelOwner value of a state directory on this host.
+func ownerID(stateDir string) string {
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(host + "\x00" + stateDir))
+	return hex.EncodeToString(sum[:8])
+}
+
+// labels returns the labels of a container of this provider.
+func (p *Provider) labels(instance string) map[string]string {
+	return map[string]string{LabelOwner: p.owner, LabelInstance: instance, LabelStateDir: p.cfg.StateDir}
+}
+
+// sweep removes every container labelled with this provider's owner: at
+// start those a killed daemon left, at Close whatever remains. Containers of
+// other state directories carry another owner and are never touched.
+func (p *Provider) sweep(ctx context.Context) error {
+	list, err := p.cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", LabelOwner+"="+p.owner),
+	})
+	if err != nil {
+		return fmt.Errorf("docker provider: list containers: %w", err)
+	}
+	var errs []error
+	for _, c := range list.Items {
+		_, err := p.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
+			continue
+		}
+		p.log.Info("removed a container left by a previous daemon", "container", shortID(c.ID),
+			"instance", c.Labels[LabelInstance], "state", c.State)
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Provider) networkExists(ctx context.Context, name string) bool {
+	list, err := p.cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
+	if err != nil {
+		return true // unknown: never remove it
+	}
+	for _, n := range list.Items {
+		if n.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// removeNetwork removes a network testcontainers created for this provider;
+// the engine refuses while another container uses it, which is fine.
+func (p *Provider) removeNetwork(ctx context.Context, name string) {
+	if !p.networkExists(ctx, name) {
+		return
+	}
+	if _, err := p.cli.NetworkRemove(ctx, name, client.NetworkRemoveOptions{}); err == nil {
+		p.log.Info("removed the testcontainers fallback network", "network", name)
+	}
+}
+
+// versionScript prints the server's version, trying MariaDB's binary name
+// first (MariaDB images may also carry a mysqld link).
+const versionScript = `for b in mariadbd mysqld; do
+  if command -v "$b" >/dev/null 2>&1; then exec "$b" --no-defaults --version; fi
+done
+echo "testdbd: neither mariadbd nor mysqld is in the image's PATH" >&2
+exit 127`
+
+// detectEngine runs the server's --version in a throwaway container with no
+// network and parses the flavor and version.
+func (p *Provider) detectEngine(ctx context.Context) (testdbd.Engine, error) {
+	ctr, err := testcontainers.Run(ctx, p.cfg.Image,
+		testcontainers.WithLogger(p.tclog),
+		testcontainers.WithName("testdbd-"+p.owner+"-version-"+randomHex(3)),
+		testcontainers.WithEntrypoint("/bin/sh", "-c", versionScript, "testdbd-version"),
+		testcontainers.WithLabels(p.labels("version")),
+		networkMode("none"),
+		testcontainers.WithWaitStrategy(wait.ForExit().WithExitTimeout(time.Minute).WithPollInterval(50*time.Millisecond)),
+	)
+	defer p.terminate(ctr)
+	if err != nil {
+		return testdbd.Engine{}, fmt.Errorf("docker provider: run %s --version in image %s: %w", "mariadbd/mysqld", p.cfg.Image, err)
+	}
+	out := p.logs(ctx, ctr.GetContainerID(), "all")
+	state, err := ctr.State(ctx)
+	if err != nil {
+		return testdbd.Engine{}, fmt.Errorf("docker provider: inspect version container: %w", err)
+	}
+	if state.ExitCode != 0 {
+		return testdbd.Engine{}, testdbd.Errorf(testdbd.EInvalid,
+			"docker provider: image %s cannot run mariadbd or mysqld --version (exit status %d, needs /bin/sh): %s",
+			p.cfg.Image, state.ExitCode, lastLines(out, 3))
+	}
+	line := out
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, " Ver ") {
+			line = l
+			break
+		}
+	}
+	e, err := testdbd.ParseEngine(line)
+	if err != nil {
+		return testdbd.Engine{}, fmt.Errorf("docker provider: detect the engine of image %s: %w", p.cfg.Image, err)
+	}
+	return e, nil
+}
+
+// terminate kills and removes a container testcontainers returned, if any;
+// a container already gone is not an error.
+func (p *Provider) terminate(ctr *testcontainers.DockerContainer) error {
+	if ctr == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := ctr.Terminate(ctx, testcontainers.StopTimeout(0))
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		// Terminate reports a stop that found nothing to stop as an error
+		// too; what matters is that the container is gone.
+		if _, ierr := p.cli.ContainerInspect(ctx, ctr.GetContainerID(), client.ContainerInspectOptions{}); cerrdefs.IsNotFound(ierr) {
+			return nil
+		}
+		return fmt.Errorf("remove container %s: %w", shortID(ctr.GetContainerID()), err)
+	}
+	return nil
+}
+
+// logs returns a container's output: the last tail lines, or "all".
+func (p *Provider) logs(ctx context.Context, id, tail string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	rc, err := p.cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: tail})
+	if err != nil {
+		return fmt.Sprintf("(no logs: %v)", err)
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if _, err := stdcopy.StdCopy(&buf, &buf, io.LimitReader(rc, 1<<20)); err != nil && buf.Len() == 0 {
+		return fmt.Sprintf("(no logs: %v)", err)
+	}
+	return strings.TrimSpace(buf.String())
+}
+
+// networkMode puts a container in the given network mode (host or none)
+// and drops the endpoint testcontainers would otherwise attach: with no
+// default bridge it attaches every container to its reaper_default network,
+// which host mode cannot join.
+func networkMode(mode string) testcontainers.CustomizeRequestOption {
+	return func(req *testcontainers.GenericContainerRequest) error {
+		if err := testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.NetworkMode = container.NetworkMode(mode)
+		}).Customize(req); err != nil {
+			return err
+		}
+		return testcontainers.WithEndpointSettingsModifier(func(m map[string]*network.EndpointSettings) {
+			for k := range m {
+				delete(m, k)
+			}
+		}).Customize(req)
+	}
+}
+
+// lockStateDir takes an exclusive flock on dir/lock (the same lock the
+// native provider takes); the kernel releases it when the process dies,
+// however it dies.
+func lockStateDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open state directory lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		owner, _ := os.ReadFile(f.Name())
+		f.Close()
+		return nil, testdbd.Errorf(testdbd.EConflict,
+			"state directory %s is in use by another testdbd (pid %s): stop it or choose another --state-dir",
+			dir, strings.TrimSpace(string(owner)))
+	}
+	_ = f.Truncate(0)
+	_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
+	return f, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// lastLines returns the last n lines of s joined with " | ".
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+func (p *Provider) forget(id string) {
+	p.mu.Lock()
+	delete(p.servers, id)
+	p.mu.Unlock()
+}

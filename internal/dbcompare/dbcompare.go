@@ -1,0 +1,216 @@
+// Package dbcompare compares whole databases: every schema object's
+// definition, every table's rows (CHECKSUM TABLE) and every AUTO_INCREMENT
+// counter. Tests use it to prove that clones and resets equal their template.
+package dbcompare
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Snapshot is what makes a database what it is.
+type Snapshot struct {
+	Database string
+	// Objects maps "TABLE t", "VIEW v", "TRIGGER x", "PROCEDURE p",
+	// "FUNCTION f" and "EVENT e" to their definitions, with the database
+	// name and AUTO_INCREMENT clause taken out.
+	Objects map[string]string
+	// Checksums maps table names to CHECKSUM TABLE.
+	Checksums map[string]int64
+	// Rows maps table names to row counts.
+	Rows map[string]int64
+	// AutoIncrement maps tables with an AUTO_INCREMENT column to the next value.
+	AutoIncrement map[string]int64
+}
+
+var autoIncClause = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
+
+// Take reads a snapshot of database name through db (admin privileges).
+func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "USE "+quote(name)); err != nil {
+		return nil, err
+	}
+	_, _ = conn.ExecContext(ctx, "SET SESSION information_schema_stats_expiry = 0")
+	s := &Snapshot{Database: name, Objects: map[string]string{}, Checksums: map[string]int64{},
+		Rows: map[string]int64{}, AutoIncrement: map[string]int64{}}
+	norm := func(def string) string {
+		def = strings.ReplaceAll(def, quote(name)+".", "")
+		return autoIncClause.ReplaceAllString(def, "")
+	}
+
+	kinds := map[string]string{}
+	rows, err := conn.QueryContext(ctx, "SHOW FULL TABLES")
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var n, kind string
+		if err := rows.Scan(&n, &kind); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		kinds[n] = kind
+	}
+	rows.Close()
+	var tables []string
+	for n, kind := range kinds {
+		if kind == "VIEW" {
+			v, err := row(ctx, conn, "SHOW CREATE VIEW "+quote(n))
+			if err != nil {
+				return nil, err
+			}
+			s.Objects["VIEW "+n] = norm(v["Create View"])
+			continue
+		}
+		tables = append(tables, n)
+		v, err := row(ctx, conn, "SHOW CREATE TABLE "+quote(n))
+		if err != nil {
+			return nil, err
+		}
+		s.Objects["TABLE "+n] = norm(v["Create Table"])
+		var count int64
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quote(n)).Scan(&count); err != nil {
+			return nil, err
+		}
+		s.Rows[n] = count
+	}
+	sort.Strings(tables)
+	if len(tables) > 0 {
+		q := make([]string, len(tables))
+		for i, t := range tables {
+			q[i] = quote(t)
+		}
+		rows, err := conn.QueryContext(ctx, "CHECKSUM TABLE "+strings.Join(q, ", "))
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var n string
+			var sum sql.NullInt64
+			if err := rows.Scan(&n, &sum); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			s.Checksums[strings.TrimPrefix(n, name+".")] = sum.Int64
+		}
+		rows.Close()
+	}
+	rows, err = conn.QueryContext(ctx, `SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES
+		WHERE TABLE_SCHEMA = ? AND AUTO_INCREMENT IS NOT NULL`, name)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var n string
+		var ai int64
+		if err := rows.Scan(&n, &ai); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		s.AutoIncrement[n] = ai
+	}
+	rows.Close()
+
+	objs := []struct{ kind, list, show, col string }{
+		{"TRIGGER", "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?", "SHOW CREATE TRIGGER ", "SQL Original Statement"},
+		{"PROCEDURE", "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? AND ROUTINE_TYPE = 'PROCEDURE'", "SHOW CREATE PROCEDURE ", "Create Procedure"},
+		{"FUNCTION", "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? AND ROUTINE_TYPE = 'FUNCTION'", "SHOW CREATE FUNCTION ", "Create Function"},
+		{"EVENT", "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", "SHOW CREATE EVENT ", "Create Event"},
+	}
+	for _, o := range objs {
+		rows, err := conn.QueryContext(ctx, o.list, name)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			names = append(names, n)
+		}
+		rows.Close()
+		for _, n := range names {
+			v, err := row(ctx, conn, o.show+quote(n))
+			if err != nil {
+				return nil, err
+			}
+			s.Objects[o.kind+" "+n] = norm(v[o.col]) + " /* sql_mode=" + v["sql_mode"] + " */"
+		}
+	}
+	return s, nil
+}
+
+// Diff lists every difference between two snapshots; none means equal.
+func Diff(want, got *Snapshot) []string {
+	var d []string
+	for k, w := range want.Objects {
+		g, ok := got.Objects[k]
+		switch {
+		case !ok:
+			d = append(d, fmt.Sprintf("%s missing", k))
+		case g != w:
+			d = append(d, fmt.Sprintf("%s differs:\n  want %s\n  got  %s", k, w, g))
+		}
+	}
+	for k := range got.Objects {
+		if _, ok := want.Objects[k]; !ok {
+			d = append(d, fmt.Sprintf("%s is extra", k))
+		}
+	}
+	cmp := func(what string, w, g map[string]int64) {
+		for k, wv := range w {
+			if gv, ok := g[k]; !ok || gv != wv {
+				d = append(d, fmt.Sprintf("%s of %s: want %d, got %d (present=%v)", what, k, wv, gv, ok))
+			}
+		}
+		for k, gv := range g {
+			if _, ok := w[k]; !ok {
+				d = append(d, fmt.Sprintf("%s of %s: extra value %d", what, k, gv))
+			}
+		}
+	}
+	cmp("rows", want.Rows, got.Rows)
+	cmp("checksum", want.Checksums, got.Checksums)
+	cmp("AUTO_INCREMENT", want.AutoIncrement, got.AutoIncrement)
+	sort.Strings(d)
+	return d
+}
+
+func row(ctx context.Context, conn *sql.Conn, query string) (map[string]string, error) {
+	rows, err := conn.QueryContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", query, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	if !rows.Next() {
+		return nil, fmt.Errorf("%s: no row", query)
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i, c := range cols {
+		out[c] = vals[i].String
+	}
+	return out, nil
+}
+
+func quote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }

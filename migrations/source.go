@@ -1,0 +1,198 @@
+// Package migrations builds templates: it reads and validates goose
+// migration files, hashes everything that shapes a template, runs the
+// migrations and the seed, captures the built database's definition once,
+// and turns it into the SQL that clones a worker database in one round trip.
+package migrations
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/testdbd/testdbd"
+)
+
+// Limits on what a template is built from. They keep one caller from
+// exhausting the daemon's memory.
+const (
+	MaxFiles     = 10000
+	MaxFileBytes = 16 << 20 // one migration file
+	MaxTotal     = 48 << 20 // all migration files together
+	MaxSeedBytes = 16 << 20
+	MaxNameBytes = 255 // one migration file name
+)
+
+// File is one migration file.
+type File struct {
+	Name    string // base name, e.g. "00001_create_users.sql"
+	Content []byte
+}
+
+// Source is everything a template is built from.
+type Source struct {
+	Files []File // sorted by name
+	Seed  string // SQL run after the migrations
+}
+
+// LoadDir reads the goose migrations (*.sql) of a directory on the daemon's
+// host. It fails with EInvalid when the directory does not exist or holds no
+// migrations, or a limit is exceeded.
+func LoadDir(dir string) ([]File, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, testdbd.Errorf(testdbd.EInvalid,
+			"migrations_dir %q: %v (the path is read on the daemon's host; upload the files in \"migrations\" for a remote daemon)", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, testdbd.Errorf(testdbd.EInvalid, "migrations_dir %q is not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, testdbd.Errorf(testdbd.EInvalid, "read migrations_dir %q: %v", dir, err)
+	}
+	var files []File
+	var total int64
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		if len(files) == MaxFiles {
+			return nil, testdbd.Errorf(testdbd.EInvalid, "migrations_dir %q holds more than %d migration files", dir, MaxFiles)
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, testdbd.Errorf(testdbd.EInvalid, "migration %s: %v", e.Name(), err)
+		}
+		if info.Size() > MaxFileBytes {
+			return nil, testdbd.Errorf(testdbd.EInvalid, "migration %s is %d bytes, over the limit of %d", e.Name(), info.Size(), MaxFileBytes)
+		}
+		total += info.Size()
+		if total > MaxTotal {
+			return nil, testdbd.Errorf(testdbd.EInvalid, "migrations in %q exceed %d bytes in all", dir, MaxTotal)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, testdbd.Errorf(testdbd.EInvalid, "read migration %s: %v", e.Name(), err)
+		}
+		files = append(files, File{Name: e.Name(), Content: b})
+	}
+	if err := checkFiles(files); err != nil {
+		return nil, testdbd.Errorf(testdbd.EInvalid, "migrations_dir %q: %v", dir, err)
+	}
+	return files, nil
+}
+
+// CheckUpload validates uploaded migration files: names without path
+// separators or "..", goose-style versioned .sql names, sizes within limits.
+// It returns the files sorted by name.
+func CheckUpload(files []File) ([]File, error) {
+	if len(files) > MaxFiles {
+		return nil, testdbd.Errorf(testdbd.EInvalid, "%d migration files uploaded; the limit is %d", len(files), MaxFiles)
+	}
+	var total int
+	seen := map[string]bool{}
+	for _, f := range files {
+		if err := checkName(f.Name); err != nil {
+			return nil, err
+		}
+		if seen[f.Name] {
+			return nil, testdbd.Errorf(testdbd.EInvalid, "migration file %q uploaded twice", f.Name)
+		}
+		seen[f.Name] = true
+		if len(f.Content) > MaxFileBytes {
+			return nil, testdbd.Errorf(testdbd.EInvalid, "migration %s is %d bytes, over the limit of %d", f.Name, len(f.Content), MaxFileBytes)
+		}
+		total += len(f.Content)
+		if total > MaxTotal {
+			return nil, testdbd.Errorf(testdbd.EInvalid, "uploaded migrations exceed %d bytes in all", MaxTotal)
+		}
+	}
+	out := append([]File(nil), files...)
+	if err := checkFiles(out); err != nil {
+		return nil, testdbd.Errorf(testdbd.EInvalid, "uploaded migrations: %v", err)
+	}
+	return out, nil
+}
+
+// CheckSeed validates seed SQL.
+func CheckSeed(seed string) error {
+	if len(seed) > MaxSeedBytes {
+		return testdbd.Errorf(testdbd.EInvalid, "seed_sql is %d bytes, over the limit of %d: load big data sets in a migration instead", len(seed), MaxSeedBytes)
+	}
+	if !utf8.ValidString(seed) {
+		return testdbd.Errorf(testdbd.EInvalid, "seed_sql is not valid UTF-8")
+	}
+	return nil
+}
+
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return testdbd.Errorf(testdbd.EInvalid, "a migration file has no name")
+	case len(name) > MaxNameBytes:
+		return testdbd.Errorf(testdbd.EInvalid, "migration file name of %d bytes is longer than %d", len(name), MaxNameBytes)
+	case strings.ContainsAny(name, "/\\\x00"), name == "." || name == "..", strings.Contains(name, ".."):
+		return testdbd.Errorf(testdbd.EInvalid, "migration file name %q must be a plain file name: no path separators, no \"..\"", name)
+	case !utf8.ValidString(name):
+		return testdbd.Errorf(testdbd.EInvalid, "migration file name %q is not valid UTF-8", name)
+	case !strings.HasSuffix(name, ".sql"):
+		return testdbd.Errorf(testdbd.EInvalid, "migration file %q: only goose SQL migrations (.sql) are supported", name)
+	}
+	if _, err := goose.NumericComponent(name); err != nil {
+		return testdbd.Errorf(testdbd.EInvalid, "migration file %q: goose needs a version prefix, e.g. 00001_create_users.sql", name)
+	}
+	return nil
+}
+
+// checkFiles sorts files by name and checks there is at least one, with
+// unique versions.
+func checkFiles(files []File) error {
+	if len(files) == 0 {
+		return fmt.Errorf("no migrations: expected goose .sql files named like 00001_create_users.sql")
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	versions := map[int64]string{}
+	for _, f := range files {
+		if err := checkName(f.Name); err != nil {
+			return err
+		}
+		v, _ := goose.NumericComponent(f.Name)
+		if other, ok := versions[v]; ok {
+			return fmt.Errorf("migrations %s and %s have the same version %d", other, f.Name, v)
+		}
+		versions[v] = f.Name
+	}
+	return nil
+}
+
+// Hash returns the content hash of a template: the migration file names and
+// contents, the seed, the engine flavor and version, and testdbd's version.
+// Any change to any of them gives a new hash.
+func Hash(src Source, engine testdbd.Engine) string {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field([]byte("testdbd template v1"))
+	field([]byte(testdbd.Version))
+	field([]byte(engine.Flavor))
+	field([]byte(engine.Version))
+	field([]byte(fmt.Sprint(len(src.Files))))
+	for _, f := range src.Files {
+		field([]byte(f.Name))
+		field(f.Content)
+	}
+	field([]byte(src.Seed))
+	return hex.EncodeToString(h.Sum(nil))
+}

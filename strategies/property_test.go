@@ -1,0 +1,239 @@
+package strategies_test
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/strategies"
+)
+
+var (
+	propertyN = flag.Int("property.n", envInt("TESTDBD_PROPERTY_N", 150),
+		"random workloads per strategy in TestPropertyResetEqualsTemplate (make property runs 2500)")
+	propertySeed  = flag.Uint64("property.seed", 0, "seed of the random workloads; 0 picks one (printed)")
+	propertyBreak = flag.String("property.break", "",
+		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers)`)
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// TestPropertyResetEqualsTemplate runs random workloads against a worker
+// database — inserts, updates, deletes, cascading deletes and updates,
+// trigger and procedure side effects, failing statements, rolled-back and
+// committed transactions, a second connection, occasional DDL — resets it
+// with each strategy, and compares the whole database with the template:
+// every object, every table's rows and every AUTO_INCREMENT counter.
+func TestPropertyResetEqualsTemplate(t *testing.T) {
+	seed := *propertySeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per strategy", seed, seed, *propertyN)
+	f := newFixture(t)
+	for _, s := range testdbd.Strategies {
+		t.Run(s.String(), func(t *testing.T) {
+			f.t = t
+			rng := rand.New(rand.NewPCG(seed, uint64(s)))
+			tg, a := f.worker("w_prop_"+s.String(), s)
+			b := reopenAs(t, a) // a second client of the same lease
+			stats := map[string]int{}
+			for i := 0; i < *propertyN; i++ {
+				w := &workload{rng: rng, a: a, b: b, strategy: s, direct: map[string]bool{}}
+				w.run(t)
+				if *propertyBreak == "cascades" {
+					strategies.BreakDetector(func(table string) bool { return !w.direct[table] })
+				}
+				rep, base, err := strategies.Reset(context.Background(), *tg)
+				strategies.BreakDetector(nil)
+				if err != nil {
+					t.Fatalf("seed %d workload %d: reset: %v\nworkload:\n%s", seed, i, err, w.log.String())
+				}
+				tg.Baseline = base
+				if d := f.diff(tg.Database); len(d) > 0 {
+					t.Fatalf("seed %d workload %d: the %s reset left %d differences:\n%s\nreport: %+v\nworkload:\n%s",
+						seed, i, s, len(d), strings.Join(d, "\n"), rep, w.log.String())
+				}
+				stats["tables reset"] += len(rep.TablesReset)
+				if rep.FallbackReason != "" {
+					stats["fallbacks"]++
+				}
+				if len(rep.SchemaChanges) > 0 {
+					stats["schema repairs"]++
+				}
+				stats["sessions ended"] += rep.SessionsEnded
+				stats["statements"] += w.statements
+				stats["failed statements"] += w.failed
+			}
+			t.Logf("%s: %d workloads, all equal to the template after reset; %v", s, *propertyN, stats)
+		})
+	}
+}
+
+// reopenAs opens a second pool with the same DSN as db (a second client of
+// the same lease).
+func reopenAs(t *testing.T, db *sql.DB) *sql.DB {
+	t.Helper()
+	dsn := dsnOf[db]
+	if dsn == "" {
+		t.Fatal("unknown pool")
+	}
+	b, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// workload is one random test.
+type workload struct {
+	rng        *rand.Rand
+	a, b       *sql.DB
+	strategy   testdbd.Strategy
+	log        strings.Builder
+	direct     map[string]bool // tables the workload's own statements named
+	statements int
+	failed     int
+}
+
+// exec runs one statement, logging it; errors (foreign keys, duplicates)
+// are part of the workload.
+func (w *workload) exec(ctx context.Context, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, who, q string) {
+	w.statements++
+	for _, tbl := range []string{"users", "posts", "comments", "audit_log", "post_counts", "tags", "post_tags", "categories"} {
+		if strings.Contains(q, " "+tbl+" ") || strings.Contains(q, " "+tbl+"(") || strings.HasSuffix(q, " "+tbl) {
+			w.direct[tbl] = true
+		}
+	}
+	_, err := db.ExecContext(ctx, q)
+	fmt.Fprintf(&w.log, "  %s: %s", who, q)
+	if err != nil {
+		w.failed++
+		fmt.Fprintf(&w.log, "  -- %v", err)
+	}
+	w.log.WriteString("\n")
+}
+
+func (w *workload) n(k int) int { return w.rng.IntN(k) }
+
+// statement returns a random DML statement.
+func (w *workload) statement() string {
+	id := func() int { return 1 + w.n(12) }
+	word := func() string { return fmt.Sprintf("w%d", w.n(1000)) }
+	switch w.n(17) {
+	case 0:
+		return fmt.Sprintf("INSERT INTO users (email, name) VALUES ('%s@x', '%s')", word(), word())
+	case 1:
+		return fmt.Sprintf("INSERT INTO users (id, email, name) VALUES (%d, '%s@y', 'explicit')", 20+w.n(50), word())
+	case 2:
+		return fmt.Sprintf("INSERT INTO posts (user_id, title, body) VALUES (%d, 'T %s', 'b')", id(), word())
+	case 3:
+		return fmt.Sprintf("INSERT INTO comments (post_id, user_id, body) VALUES (%d, %d, 'c')", id(), id())
+	case 4:
+		return fmt.Sprintf("INSERT INTO tags VALUES ('%s', 'L')", word())
+	case 5:
+		return fmt.Sprintf("INSERT INTO post_tags VALUES (%d, '%s')", id(), []string{"go", "sql", "db"}[w.n(3)])
+	case 6:
+		return fmt.Sprintf("INSERT INTO categories (parent_id, name) VALUES (%d, 'c')", 1+w.n(5))
+	case 7:
+		return fmt.Sprintf("UPDATE users SET name = '%s' WHERE id = %d", word(), id())
+	case 8:
+		return fmt.Sprintf("UPDATE tags SET code = '%s' WHERE code = '%s'", word(), []string{"go", "sql", "db"}[w.n(3)])
+	case 9:
+		return fmt.Sprintf("UPDATE posts SET title = 'U %s' WHERE user_id = %d", word(), id())
+	case 10:
+		return fmt.Sprintf("DELETE FROM users WHERE id = %d", id())
+	case 11:
+		return fmt.Sprintf("DELETE FROM posts WHERE id = %d", id())
+	case 12:
+		return fmt.Sprintf("DELETE FROM categories WHERE id = %d", 1+w.n(5))
+	case 13:
+		return fmt.Sprintf("CALL log_action('x', %d, 'call')", id())
+	case 14:
+		return fmt.Sprintf("INSERT INTO post_counts (user_id, posts) VALUES (%d, 1) ON DUPLICATE KEY UPDATE posts = posts + 1", id())
+	case 15:
+		return "DELETE FROM audit_log WHERE id % 2 = 0"
+	default:
+		return fmt.Sprintf("UPDATE categories SET name = 'r' WHERE parent_id = %d", 1+w.n(4))
+	}
+}
+
+// ddl returns a random schema-changing statement.
+func (w *workload) ddl() string {
+	stmts := []string{
+		"TRUNCATE TABLE comments",
+		"ALTER TABLE users ADD COLUMN extra INT",
+		"ALTER TABLE users ALTER COLUMN name SET DEFAULT 'd'",
+		"ALTER TABLE tags COMMENT = 'changed'",
+		"DROP TABLE post_tags",
+		"CREATE TABLE scratch (id INT PRIMARY KEY)",
+		"DROP TRIGGER posts_after_insert",
+		"CREATE OR REPLACE VIEW active_users AS SELECT id, email, name FROM users",
+		"DROP PROCEDURE log_action",
+		"RENAME TABLE tags TO tags2",
+		"ANALYZE TABLE users",
+		"OPTIMIZE TABLE posts",
+		"CREATE INDEX by_name ON users (name)",
+		"DROP EVENT purge_audit",
+		"CREATE TEMPORARY TABLE tmp_work (id INT)",
+	}
+	return stmts[w.n(len(stmts))]
+}
+
+func (w *workload) run(t *testing.T) {
+	ctx := context.Background()
+	conn, err := w.a.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ops := 1 + w.n(8)
+	cooperative := w.strategy == testdbd.StrategyRollback && w.n(10) < 8
+	if cooperative {
+		w.exec(ctx, conn, "A", "BEGIN")
+	}
+	for i := 0; i < ops; i++ {
+		switch r := w.n(100); {
+		case r < 3:
+			w.exec(ctx, conn, "A", w.ddl())
+		case r < 10:
+			w.exec(ctx, w.b, "B", w.statement()) // a second connection, autocommit
+		case r < 20 && !cooperative:
+			w.exec(ctx, conn, "A", "BEGIN")
+			w.exec(ctx, conn, "A", w.statement())
+			w.exec(ctx, conn, "A", w.statement())
+			w.exec(ctx, conn, "A", []string{"ROLLBACK", "COMMIT"}[w.n(2)])
+		default:
+			w.exec(ctx, conn, "A", w.statement())
+		}
+	}
+	if cooperative {
+		switch r := w.n(100); {
+		case r < 70:
+			w.exec(ctx, conn, "A", "ROLLBACK")
+		case r < 95:
+			// left open: the reset ends the session
+		default:
+			w.exec(ctx, conn, "A", "COMMIT")
+		}
+	}
+}
+
+// dsnOf remembers the DSN of each lease pool the fixture opened.
+var dsnOf = map[*sql.DB]string{}

@@ -1,0 +1,577 @@
+// Package strategies brings a worker database back to its template: it
+// ends the lease's sessions, finds the tables a test changed from a
+// baseline taken after the previous reset (one query for the whole
+// database), and restores them by the truncate, snapshot or rollback
+// strategy. Every reset is timed by phase and ends with a new baseline.
+//
+// Detection reads InnoDB's per-table MODIFIED_COUNTER, AUTOINC and TABLE_ID
+// (information_schema.INNODB_SYS_TABLESTATS on MariaDB, INNODB_TABLESTATS on
+// MySQL): the counter moves for every row written, rolled back or cascaded.
+// Schema changes are caught by the server's statement counters (see
+// DDLCounter) and by tables appearing, vanishing or being rebuilt; any of
+// them, a missing baseline, or detector preconditions that do not hold make
+// the reset check every object and every table against the template.
+package strategies
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/migrations"
+)
+
+// Target is one worker database to reset and what is known about it.
+type Target struct {
+	DB       *sql.DB            // administrative pool of the server
+	Flavor   testdbd.Flavor     // selects information_schema names and KILL syntax
+	DDL      *DDLCounter        // the server's own-DDL counter
+	Schema   *migrations.Schema // the template's captured definition
+	Database string             // the worker database
+	// User is the lease's MySQL user; its sessions are ended first. Empty
+	// means no user (e.g. revoked already).
+	User string
+	// Baseline is the state after the previous reset; nil makes the reset
+	// check everything.
+	Baseline *Baseline
+	// Untrusted, when not empty, says why the detector's preconditions do
+	// not hold (the reset then checks every table).
+	Untrusted string
+	// Strategy is the strategy asked for.
+	Strategy testdbd.Strategy
+}
+
+// Baseline is a worker database's state right after a reset.
+type Baseline struct {
+	Tables    map[string]TableState
+	ServerDDL int64 // the server's schema-changing statements so far
+	OwnDDL    int64 // DDLCounter.Upper() when ServerDDL was read
+}
+
+// TableState is what the detector reads for one table.
+type TableState struct {
+	ID       int64 // InnoDB table id: changes on TRUNCATE and table rebuilds
+	Modified int64 // MODIFIED_COUNTER: rows written, rolled back or cascaded
+	AutoInc  int64 // next AUTO_INCREMENT value (0: none)
+}
+
+// Reset brings t.Database back to the template by t.Strategy and returns the
+// report and the new baseline. On error the database may be dirty; the
+// caller must not hand it out (a later Reset with a nil baseline, or a
+// re-clone, repairs it).
+func Reset(ctx context.Context, t Target) (testdbd.ResetReport, *Baseline, error) {
+	start := time.Now()
+	r := testdbd.ResetReport{Database: t.Database, Requested: t.Strategy, Strategy: t.Strategy,
+		TablesTotal: len(t.Schema.Tables)}
+	if r.Strategy == testdbd.StrategyDefault {
+		r.Strategy, r.Requested = testdbd.StrategySnapshot, testdbd.StrategySnapshot
+	}
+	conn, err := t.DB.Conn(ctx)
+	if err != nil {
+		return r, nil, fmt.Errorf("reset %s: %w", t.Database, err)
+	}
+	defer conn.Close()
+	rs := &resetter{t: t, conn: conn, r: &r}
+	base, err := rs.run(ctx)
+	r.Total = time.Since(start)
+	if err != nil {
+		// The session may have stopped mid-batch with its settings changed.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		return r, nil, fmt.Errorf("reset %s: %w", t.Database, err)
+	}
+	return r, base, nil
+}
+
+// TakeBaseline reads a freshly cloned database's state.
+func TakeBaseline(ctx context.Context, db *sql.DB, flavor testdbd.Flavor, ddl *DDLCounter, database string) (*Baseline, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	rs := &resetter{t: Target{Flavor: flavor, Database: database, DDL: ddl}, conn: conn}
+	var obs observation
+	err = ddl.Query(ctx, conn, 0, rs.detectSQL(), func(rows *sql.Rows) error { return obs.read(rows) })
+	if err != nil {
+		return nil, fmt.Errorf("baseline of %s: %w", database, err)
+	}
+	return &Baseline{Tables: obs.tables, ServerDDL: obs.serverDDL, OwnDDL: ddl.Upper()}, nil
+}
+
+type resetter struct {
+	t    Target
+	conn *sql.Conn
+	r    *testdbd.ResetReport
+}
+
+func (rs *resetter) run(ctx context.Context) (*Baseline, error) {
+	t := rs.t
+	phase := time.Now()
+	if t.User != "" {
+		n, err := EndSessions(ctx, rs.conn, t.Flavor, t.User)
+		if err != nil {
+			return nil, err
+		}
+		rs.r.SessionsEnded = n
+	}
+	rs.r.Phases.Sessions = time.Since(phase)
+
+	phase = time.Now()
+	own := t.DDL.Lower()
+	var obs observation
+	if err := t.DDL.Query(ctx, rs.conn, 0, rs.detectSQL(), func(rows *sql.Rows) error { return obs.read(rows) }); err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	why := rs.needsFullCheck(&obs, own)
+	rs.r.Phases.Detect = time.Since(phase)
+
+	if why != "" {
+		return rs.fullCheck(ctx, why)
+	}
+	dirty := rs.dirtyTables(&obs)
+	if len(dirty) == 0 {
+		return &Baseline{Tables: obs.tables, ServerDDL: obs.serverDDL, OwnDDL: t.DDL.Upper()}, nil
+	}
+	if t.Strategy == testdbd.StrategyRollback {
+		return rs.rollback(ctx, dirty, &obs)
+	}
+	return rs.restore(ctx, dirty, &obs, rs.r.Strategy)
+}
+
+// needsFullCheck says why the fast path cannot be trusted, or "".
+func (rs *resetter) needsFullCheck(obs *observation, own int64) string {
+	t := rs.t
+	switch {
+	case t.Untrusted != "":
+		return "detector preconditions not met: " + t.Untrusted
+	case t.Baseline == nil:
+		return "no baseline for this database"
+	}
+	if foreign := (obs.serverDDL - t.Baseline.ServerDDL) - (own - t.Baseline.OwnDDL); foreign > 0 {
+		return fmt.Sprintf("%d schema-changing statements ran on the server since the last reset that testdbd did not run", foreign)
+	}
+	for _, tbl := range t.Schema.Tables {
+		cur, ok := obs.tables[tbl.Name]
+		if !ok {
+			return "table " + tbl.Name + " is gone or was evicted from InnoDB's cache"
+		}
+		if base, ok := t.Baseline.Tables[tbl.Name]; !ok || base.ID != cur.ID {
+			return "table " + tbl.Name + " was rebuilt (TRUNCATE or ALTER)"
+		}
+	}
+	if len(obs.tables) != len(t.Schema.Tables) {
+		for name := range obs.tables {
+			if _, ok := t.Schema.Table(name); !ok {
+				return "table " + name + " was created"
+			}
+		}
+	}
+	return ""
+}
+
+// dirtyTables lists the tables whose counters moved since the baseline.
+func (rs *resetter) dirtyTables(obs *observation) []*migrations.Table {
+	var dirty []*migrations.Table
+	for _, tbl := range rs.t.Schema.Tables {
+		if brokenDetector != nil && brokenDetector(tbl.Name) {
+			continue
+		}
+		if obs.tables[tbl.Name] != rs.t.Baseline.Tables[tbl.Name] {
+			dirty = append(dirty, tbl)
+		}
+	}
+	return dirty
+}
+
+// rollback: the client rolled back (or its sessions were just ended, which
+// rolls back). Check with CHECKSUM TABLE that nothing was committed to the
+// tables whose counters moved, restore the ones that differ, and rewind the
+// AUTO_INCREMENT counters that moved.
+func (rs *resetter) rollback(ctx context.Context, dirty []*migrations.Table, obs *observation) (*Baseline, error) {
+	phase := time.Now()
+	names := make([]string, len(dirty))
+	for i, tbl := range dirty {
+		names[i] = migrations.Quote(rs.t.Database) + "." + migrations.Quote(tbl.Name)
+	}
+	sums, err := checksums(ctx, rs.conn, "CHECKSUM TABLE "+strings.Join(names, ", "))
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	var committed, rewind []*migrations.Table
+	for _, tbl := range dirty {
+		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum {
+			committed = append(committed, tbl)
+		} else if obs.tables[tbl.Name].AutoInc != tbl.AutoIncrement {
+			rewind = append(rewind, tbl)
+		}
+	}
+	rs.r.Phases.Verify = time.Since(phase)
+	if len(committed) > 0 {
+		rs.r.Strategy = testdbd.StrategySnapshot
+		rs.r.FallbackReason = "writes were committed to " + tableNames(committed) +
+			" (an explicit COMMIT, an implicit commit by DDL, or a second connection); restored them from the template"
+	}
+	return rs.restoreAndRewind(ctx, committed, rewind, obs, testdbd.StrategySnapshot)
+}
+
+// restore puts every dirty table back by the given strategy.
+func (rs *resetter) restore(ctx context.Context, dirty []*migrations.Table, obs *observation, how testdbd.Strategy) (*Baseline, error) {
+	return rs.restoreAndRewind(ctx, dirty, nil, obs, how)
+}
+
+// restoreAndRewind restores tables (truncate: TRUNCATE + copy; snapshot:
+// DELETE + copy) and sets AUTO_INCREMENT where it is not the template's,
+// with the restored tables' triggers dropped around the copy so that they
+// do not fire, all in one batch that ends with the new baseline.
+func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*migrations.Table, obs *observation, how testdbd.Strategy) (*Baseline, error) {
+	phase := time.Now()
+	s, db := rs.t.Schema, migrations.Quote(rs.t.Database)
+	var b strings.Builder
+	ddl := 0
+	b.WriteString("SET SESSION FOREIGN_KEY_CHECKS = 0, sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION';\n")
+	triggered := map[string]bool{}
+	for _, tbl := range restore {
+		if tbl.HasTriggers {
+			triggered[tbl.Name] = true
+		}
+	}
+	var triggers []migrations.Object
+	for _, tr := range s.Triggers {
+		if triggered[tr.Table] {
+			triggers = append(triggers, tr)
+			fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, migrations.Quote(tr.Name))
+			ddl++
+		}
+	}
+	for _, tbl := range restore {
+		name := db + "." + migrations.Quote(tbl.Name)
+		ai := tbl.AutoIncrement != 0 && obs.tables[tbl.Name].AutoInc != tbl.AutoIncrement
+		if how == testdbd.StrategyTruncate {
+			fmt.Fprintf(&b, "TRUNCATE TABLE %s;\n", name)
+			ddl++
+			ai = tbl.AutoIncrement != 0 && tbl.AutoIncrement != tbl.NaturalAutoIncrement
+		} else {
+			fmt.Fprintf(&b, "DELETE FROM %s;\n", name)
+		}
+		if tbl.Rows > 0 {
+			b.WriteString(s.CopyRowsSQL(tbl, rs.t.Database))
+			b.WriteString(";\n")
+		}
+		if ai {
+			fmt.Fprintf(&b, "ALTER TABLE %s AUTO_INCREMENT = %d;\n", name, tbl.AutoIncrement)
+			ddl++
+		}
+		rs.r.TablesReset = append(rs.r.TablesReset, tbl.Name)
+	}
+	for _, tbl := range rewind {
+		fmt.Fprintf(&b, "ALTER TABLE %s.%s AUTO_INCREMENT = %d;\n", db, migrations.Quote(tbl.Name), tbl.AutoIncrement)
+		ddl++
+		rs.r.TablesReset = append(rs.r.TablesReset, tbl.Name)
+	}
+	if len(triggers) > 0 {
+		fmt.Fprintf(&b, "USE %s;\n", db)
+		if err := migrations.WriteObjects(&b, triggers); err != nil {
+			return nil, err
+		}
+		ddl += len(triggers)
+	}
+	b.WriteString("SET SESSION FOREIGN_KEY_CHECKS = 1, sql_mode = DEFAULT; SET NAMES utf8mb4;\n")
+	b.WriteString(rs.detectSQL())
+	var after observation
+	err := rs.t.DDL.Query(ctx, rs.conn, ddl, b.String(), func(rows *sql.Rows) error { return after.read(rows) })
+	rs.r.Phases.Restore = time.Since(phase)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", tableNames(restore), err)
+	}
+	return &Baseline{Tables: after.tables, ServerDDL: after.serverDDL, OwnDDL: rs.t.DDL.Upper()}, nil
+}
+
+// fullCheck compares every object and every table of the worker with the
+// template. A schema difference re-creates the database from the template;
+// otherwise the tables whose content or AUTO_INCREMENT differ are restored.
+func (rs *resetter) fullCheck(ctx context.Context, why string) (*Baseline, error) {
+	phase := time.Now()
+	rs.r.FallbackReason = why + "; checked every table"
+	worker, err := migrations.Capture(ctx, rs.t.DB, rs.t.Database)
+	var changes []string
+	if err != nil {
+		changes = []string{"database " + rs.t.Database + " could not be read (" + err.Error() + ")"}
+	} else {
+		changes = schemaChanges(rs.t.Schema, worker)
+	}
+	rs.r.Phases.Verify = time.Since(phase)
+	if len(changes) > 0 {
+		return rs.reclone(ctx, changes)
+	}
+	var restore []*migrations.Table
+	for _, tbl := range rs.t.Schema.Tables {
+		w, _ := worker.Table(tbl.Name)
+		if w.Checksum != tbl.Checksum || w.AutoIncrement != tbl.AutoIncrement || w.Rows != tbl.Rows {
+			restore = append(restore, tbl)
+		}
+	}
+	// Snapshot-style restore brings AUTO_INCREMENT back whatever the detected
+	// counter was; pretend every counter moved.
+	obs := observation{tables: map[string]TableState{}}
+	for _, tbl := range restore {
+		obs.tables[tbl.Name] = TableState{AutoInc: -1}
+	}
+	how := rs.r.Strategy
+	if how == testdbd.StrategyRollback {
+		how = testdbd.StrategySnapshot
+	}
+	return rs.restoreAndRewind(ctx, restore, nil, &obs, how)
+}
+
+// reclone drops the worker database and creates it again from the template.
+func (rs *resetter) reclone(ctx context.Context, changes []string) (*Baseline, error) {
+	phase := time.Now()
+	rs.r.SchemaChanges = changes
+	rs.r.FallbackReason += "; the schema differs from the template, so the database was re-created from it"
+	if rs.r.Strategy == testdbd.StrategyRollback {
+		rs.r.Strategy = testdbd.StrategySnapshot
+	}
+	q, ddl, err := rs.t.Schema.CloneSQL(rs.t.Database)
+	if err != nil {
+		return nil, err
+	}
+	q = "DROP DATABASE IF EXISTS " + migrations.Quote(rs.t.Database) + ";\n" + q + ";\n" + rs.detectSQL()
+	var after observation
+	err = rs.t.DDL.Query(ctx, rs.conn, ddl+1, q, func(rows *sql.Rows) error { return after.read(rows) })
+	rs.r.Phases.Schema = time.Since(phase)
+	if err != nil {
+		return nil, fmt.Errorf("re-create %s: %w", rs.t.Database, err)
+	}
+	for _, tbl := range rs.t.Schema.Tables {
+		rs.r.TablesReset = append(rs.r.TablesReset, tbl.Name)
+	}
+	return &Baseline{Tables: after.tables, ServerDDL: after.serverDDL, OwnDDL: rs.t.DDL.Upper()}, nil
+}
+
+// schemaChanges lists the objects of worker that differ from the template.
+func schemaChanges(tpl, worker *migrations.Schema) []string {
+	var out []string
+	if tpl.Charset != worker.Charset || tpl.Collation != worker.Collation {
+		out = append(out, "database default character set or collation")
+	}
+	defs := func(s *migrations.Schema) map[string]string {
+		m := map[string]string{}
+		for _, t := range s.Tables {
+			m["table "+t.Name] = stripAutoInc(t.Create)
+		}
+		for _, o := range s.Objects() {
+			m[strings.ToLower(o.Kind)+" "+o.Name] = o.Create + "\x00" + o.SQLMode
+		}
+		order := make([]string, len(s.Triggers))
+		for i, tr := range s.Triggers {
+			order[i] = tr.Name
+		}
+		m["trigger order"] = strings.Join(order, ",")
+		return m
+	}
+	want, got := defs(tpl), defs(worker)
+	for k, v := range want {
+		if g, ok := got[k]; !ok {
+			out = append(out, k+" was dropped")
+		} else if g != v {
+			out = append(out, k+" was altered")
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			out = append(out, k+" was created")
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func stripAutoInc(create string) string {
+	i := strings.Index(create, " AUTO_INCREMENT=")
+	if i < 0 {
+		return create
+	}
+	j := i + len(" AUTO_INCREMENT=")
+	for j < len(create) && create[j] >= '0' && create[j] <= '9' {
+		j++
+	}
+	return create[:i] + create[j:]
+}
+
+// brokenDetector, set only by tests, makes the detector ignore the tables
+// it returns true for, to show that the property test catches a detector
+// that misses changes.
+var brokenDetector func(table string) bool
+
+// observation is what one detection query read.
+type observation struct {
+	tables    map[string]TableState
+	serverDDL int64
+}
+
+// read reads the result sets of a batch that ends with detectSQL: the table
+// states, then the DDL counters. Result sets without columns (from the
+// statements before) are skipped.
+func (o *observation) read(rows *sql.Rows) error {
+	o.tables = map[string]TableState{}
+	set := 0
+	for {
+		cols, err := rows.Columns()
+		if err != nil {
+			return err
+		}
+		if len(cols) > 0 {
+			for rows.Next() {
+				switch set {
+				case 0:
+					var name string
+					var st TableState
+					if err := rows.Scan(&name, &st.ID, &st.Modified, &st.AutoInc); err != nil {
+						return err
+					}
+					if i := strings.Index(name, "#P#"); i >= 0 { // a partition
+						name = name[:i]
+						prev := o.tables[name]
+						st.Modified += prev.Modified
+						st.ID = max(st.ID, prev.ID)
+						st.AutoInc = max(st.AutoInc, prev.AutoInc)
+					} else if i := strings.Index(name, "#p#"); i >= 0 {
+						name = name[:i]
+					}
+					o.tables[name] = st
+				default:
+					var name, value string
+					if err := rows.Scan(&name, &value); err != nil {
+						return err
+					}
+					n, _ := strconv.ParseInt(value, 10, 64)
+					o.serverDDL += n
+				}
+			}
+			set++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if !rows.NextResultSet() {
+			break
+		}
+	}
+	if set < 2 {
+		return errors.New("detection returned fewer result sets than expected")
+	}
+	return rows.Err()
+}
+
+// detectSQL reads the worker's table states and the server's DDL counters.
+func (rs *resetter) detectSQL() string {
+	view := "INNODB_SYS_TABLESTATS"
+	if rs.t.Flavor == testdbd.MySQL {
+		view = "INNODB_TABLESTATS"
+	}
+	// Table names come filename-encoded (e.g. "my@002dtable"); the filename
+	// character set decodes them.
+	return fmt.Sprintf("SELECT CONVERT(CAST(SUBSTRING(NAME, %d) AS BINARY) USING filename), TABLE_ID, MODIFIED_COUNTER, AUTOINC "+
+		"FROM information_schema.%s WHERE NAME LIKE '%s/%%';\n%s",
+		len(rs.t.Database)+2, view, likeEscape(rs.t.Database), ddlStatusQuery)
+}
+
+// likeEscape escapes a database name (letters, digits, underscores: generated
+// by testdbd) for a LIKE pattern.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\\\`, `_`, `\_`, `%`, `\%`, `'`, `''`).Replace(s)
+}
+
+// EndSessions ends every session of user and waits until they are gone, so
+// that their transactions are rolled back and their locks released. It
+// returns how many sessions there were.
+func EndSessions(ctx context.Context, conn *sql.Conn, flavor testdbd.Flavor, user string) (int, error) {
+	lit := "'" + strings.ReplaceAll(user, "'", "''") + "'"
+	n := 0
+	if flavor == testdbd.MariaDB {
+		res, err := conn.ExecContext(ctx, "KILL HARD CONNECTION USER "+lit)
+		if err != nil {
+			return 0, fmt.Errorf("end sessions of %s: %w", user, err)
+		}
+		affected, _ := res.RowsAffected()
+		n = int(affected)
+	} else {
+		rows, err := conn.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", user)
+		if err != nil {
+			return 0, fmt.Errorf("end sessions of %s: %w", user, err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err == nil {
+				ids = append(ids, id)
+			}
+		}
+		rows.Close()
+		for _, id := range ids {
+			if _, err := conn.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(id, 10)); err != nil && !isNoSuchThread(err) {
+				return 0, fmt.Errorf("end session %d of %s: %w", id, user, err)
+			}
+		}
+		n = len(ids)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	// KILL only flags the sessions; wait until they have rolled back and gone.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var left int
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", user).Scan(&left); err != nil {
+			return n, err
+		}
+		if left == 0 {
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			return n, testdbd.Errorf(testdbd.ETimeout, "%d sessions of %s did not end within 30 s of KILL", left, user)
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func isNoSuchThread(err error) bool {
+	return strings.Contains(err.Error(), "1094") // ER_NO_SUCH_THREAD: it ended by itself
+}
+
+func checksums(ctx context.Context, conn *sql.Conn, query string) (map[string]int64, error) {
+	rows, err := conn.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var sum sql.NullInt64
+		if err := rows.Scan(&name, &sum); err != nil {
+			return nil, err
+		}
+		out[name] = sum.Int64
+	}
+	return out, rows.Err()
+}
+
+func tableNames(ts []*migrations.Table) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}

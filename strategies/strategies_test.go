@@ -1,0 +1,360 @@
+package strategies_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/internal/dbcompare"
+	"github.com/testdbd/testdbd/internal/testenv"
+	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/strategies"
+)
+
+func TestMain(m *testing.M) {
+	// Ending a lease's sessions leaves its idle pooled connections dead; the
+	// driver would log each one it discards.
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	code := m.Run()
+	testenv.RemovePristine()
+	os.Exit(code)
+}
+
+// fixture is a server with a template and helpers to make worker databases.
+type fixture struct {
+	t      testing.TB
+	srv    *instance.Server
+	ddl    *strategies.DDLCounter
+	schema *migrations.Schema
+	want   *dbcompare.Snapshot
+}
+
+// extraMigration adds tables without AUTO_INCREMENT, a composite key with
+// two cascading parents, gaps in seeded ids and a self-referencing key.
+const extraMigration = `-- +goose Up
+CREATE TABLE tags (
+  code VARCHAR(20) NOT NULL PRIMARY KEY,
+  label VARCHAR(50) NOT NULL
+) ENGINE=InnoDB;
+CREATE TABLE post_tags (
+  post_id BIGINT UNSIGNED NOT NULL,
+  tag VARCHAR(20) NOT NULL,
+  PRIMARY KEY (post_id, tag),
+  CONSTRAINT pt_post FOREIGN KEY (post_id) REFERENCES posts (id) ON DELETE CASCADE,
+  CONSTRAINT pt_tag FOREIGN KEY (tag) REFERENCES tags (code) ON DELETE CASCADE ON UPDATE CASCADE
+) ENGINE=InnoDB;
+CREATE TABLE categories (
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  parent_id INT NULL,
+  name VARCHAR(50) NOT NULL,
+  CONSTRAINT cat_parent FOREIGN KEY (parent_id) REFERENCES categories (id) ON DELETE CASCADE
+) ENGINE=InnoDB;
+INSERT INTO tags VALUES ('go', 'Go'), ('sql', 'SQL'), ('db', 'Databases');
+INSERT INTO post_tags VALUES (1, 'go'), (1, 'db'), (2, 'sql');
+INSERT INTO categories (id, parent_id, name) VALUES (1, NULL, 'root'), (2, 1, 'a'), (3, 1, 'b'), (4, 2, 'a1'), (7, 3, 'b1');
+DELETE FROM categories WHERE id = 7;
+-- +goose Down
+DROP TABLE categories;
+DROP TABLE post_tags;
+DROP TABLE tags;
+`
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	srv := testenv.Server(t)
+	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, migrations.File{Name: "00004_extra.sql", Content: []byte(extraMigration)})
+	ctx := context.Background()
+	if _, err := srv.DB.ExecContext(ctx, "CREATE DATABASE tpl"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := instance.OpenDatabase(srv.Admin(), "tpl", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := migrations.Run(ctx, db, migrations.Source{Files: files}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}}
+	if f.schema, err = migrations.Capture(ctx, srv.DB, "tpl"); err != nil {
+		t.Fatal(err)
+	}
+	if f.want, err = dbcompare.Take(ctx, srv.DB, "tpl"); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// worker clones the template into name, creates a lease-style user with
+// privileges on it only, and returns the reset target and a pool of
+// connections as that user.
+func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Target, *sql.DB) {
+	f.t.Helper()
+	ctx := context.Background()
+	if err := f.schema.Clone(ctx, f.srv.DB, f.ddl, name); err != nil {
+		f.t.Fatal(err)
+	}
+	user := "u_" + name
+	if _, err := f.srv.DB.ExecContext(ctx, fmt.Sprintf(
+		"CREATE USER '%s'@'%%' IDENTIFIED BY 'pw'; GRANT ALL PRIVILEGES ON `%s`.* TO '%s'@'%%'",
+		user, strings.ReplaceAll(name, "_", `\_`), user)); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { f.srv.DB.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", user)) })
+	base, err := strategies.TakeBaseline(ctx, f.srv.DB, f.srv.Flavor, f.ddl, name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	host, port := f.srv.Client()
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", host+":"+strconv.Itoa(port), user, "pw", name
+	cfg.MultiStatements = true
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	dsnOf[db] = cfg.FormatDSN()
+	f.t.Cleanup(func() { db.Close() })
+	return &strategies.Target{DB: f.srv.DB, Flavor: f.srv.Flavor, DDL: f.ddl, Schema: f.schema,
+		Database: name, User: user, Baseline: base, Strategy: strategy}, db
+}
+
+// reset runs a reset and keeps the new baseline.
+func (f *fixture) reset(tg *strategies.Target) testdbd.ResetReport {
+	f.t.Helper()
+	rep, base, err := strategies.Reset(context.Background(), *tg)
+	if err != nil {
+		f.t.Fatalf("reset: %v", err)
+	}
+	tg.Baseline = base
+	return rep
+}
+
+// diff compares the worker with the template.
+func (f *fixture) diff(name string) []string {
+	f.t.Helper()
+	got, err := dbcompare.Take(context.Background(), f.srv.DB, name)
+	if err != nil {
+		f.t.Fatalf("snapshot %s: %v", name, err)
+	}
+	return dbcompare.Diff(f.want, got)
+}
+
+func mustExec(t testing.TB, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, q string) {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func TestNothingToDo(t *testing.T) {
+	f := newFixture(t)
+	for _, s := range testdbd.Strategies {
+		tg, _ := f.worker("w_clean_"+s.String(), s)
+		rep := f.reset(tg)
+		if len(rep.TablesReset) != 0 || rep.FallbackReason != "" || rep.Strategy != s {
+			t.Errorf("%s: clean database reset did work: %+v", s, rep)
+		}
+		if rep.TablesTotal != len(f.schema.Tables) {
+			t.Errorf("tables total %d", rep.TablesTotal)
+		}
+	}
+}
+
+// TestEachStrategyRestoresExactly runs one hand-written test of every kind
+// of write per strategy; the randomized property test goes further.
+func TestEachStrategyRestoresExactly(t *testing.T) {
+	f := newFixture(t)
+	for _, s := range testdbd.Strategies {
+		t.Run(s.String(), func(t *testing.T) {
+			f.t = t
+			tg, db := f.worker("w_each_"+s.String(), s)
+			mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'New')") // trigger writes audit_log, post_counts
+			mustExec(t, db, "UPDATE tags SET label = 'Golang' WHERE code = 'go'")
+			mustExec(t, db, "DELETE FROM users WHERE id = 1") // cascades to posts, comments, post_tags; trigger calls a procedure
+			mustExec(t, db, "DELETE FROM categories WHERE id = 2")
+			mustExec(t, db, "BEGIN; INSERT INTO tags VALUES ('tmp', 'x'); ROLLBACK")
+			rep := f.reset(tg)
+			if d := f.diff(tg.Database); len(d) > 0 {
+				t.Fatalf("after reset:\n%s\nreport: %+v", strings.Join(d, "\n"), rep)
+			}
+			if len(rep.TablesReset) < 6 {
+				t.Errorf("tables reset %v", rep.TablesReset)
+			}
+			if s == testdbd.StrategyRollback && rep.FallbackReason == "" {
+				t.Errorf("committed writes under rollback must be reported: %+v", rep)
+			}
+			// The next reset finds nothing.
+			if rep := f.reset(tg); len(rep.TablesReset) != 0 {
+				t.Errorf("second reset restored %v", rep.TablesReset)
+			}
+		})
+	}
+}
+
+// TestRollbackKeepsIDs is the field report's 26-of-98 failure: a test that
+// inserts inside a transaction and rolls back must see the same ids next
+// time, because the rollback strategy rewinds AUTO_INCREMENT.
+func TestRollbackKeepsIDs(t *testing.T) {
+	f := newFixture(t)
+	tg, db := f.worker("w_ids", testdbd.StrategyRollback)
+	ctx := context.Background()
+	run := func() []int64 {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, email := range []string{"a@x", "b@x"} {
+			res, err := tx.ExecContext(ctx, "INSERT INTO users (email, name) VALUES (?, 'x')", email)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, _ := res.LastInsertId()
+			ids = append(ids, id)
+		}
+		res, err := tx.ExecContext(ctx, "INSERT INTO posts (user_id, title) VALUES (?, 't')", ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := res.LastInsertId()
+		ids = append(ids, id)
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	first := run()
+	rep := f.reset(tg)
+	if rep.FallbackReason != "" || rep.Strategy != testdbd.StrategyRollback {
+		t.Errorf("plain rollback fell back: %+v", rep)
+	}
+	second := run()
+	if fmt.Sprint(first) != fmt.Sprint(second) {
+		t.Errorf("ids drifted after a rollback reset: first %v, second %v", first, second)
+	}
+	if first[0] != 4 { // the template has users 1–3
+		t.Errorf("first user id %d, want 4", first[0])
+	}
+	f.reset(tg)
+	if d := f.diff(tg.Database); len(d) > 0 {
+		t.Fatal(strings.Join(d, "\n"))
+	}
+}
+
+// TestRollbackEndsOpenSessions leaves a transaction open: the reset ends the
+// session (rolling it back) and the database equals the template.
+func TestRollbackEndsOpenSessions(t *testing.T) {
+	f := newFixture(t)
+	tg, db := f.worker("w_open", testdbd.StrategyRollback)
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, tx, "INSERT INTO users (email, name) VALUES ('open@x', 'x')")
+	mustExec(t, tx, "DELETE FROM posts WHERE id = 1")
+	rep := f.reset(tg)
+	if rep.SessionsEnded < 1 || rep.FallbackReason != "" {
+		t.Errorf("report: %+v", rep)
+	}
+	if d := f.diff(tg.Database); len(d) > 0 {
+		t.Fatal(strings.Join(d, "\n"))
+	}
+	if err := tx.Commit(); err == nil {
+		t.Error("the ended session's transaction could still commit")
+	}
+}
+
+// TestSchemaChangesAreUndone covers DDL by a test: every strategy notices
+// and re-creates the database.
+func TestSchemaChangesAreUndone(t *testing.T) {
+	f := newFixture(t)
+	ddl := []string{
+		"TRUNCATE TABLE comments",
+		"ALTER TABLE users ADD COLUMN age INT",
+		"ALTER TABLE users ALTER COLUMN name SET DEFAULT 'anon'",
+		"DROP TABLE post_tags",
+		"CREATE TABLE scratch (id INT)",
+		"DROP TRIGGER posts_after_insert",
+		"CREATE OR REPLACE VIEW active_users AS SELECT id, email, name FROM users",
+		"DROP PROCEDURE log_action",
+		"RENAME TABLE tags TO tags_old",
+		"ANALYZE TABLE users",
+		"DROP DATABASE %s",
+	}
+	for i, stmt := range ddl {
+		s := testdbd.Strategies[i%3]
+		name := fmt.Sprintf("w_ddl_%d", i)
+		tg, db := f.worker(name, s)
+		if strings.Contains(stmt, "%s") {
+			stmt = fmt.Sprintf(stmt, name)
+		}
+		mustExec(t, db, "UPDATE users SET name = 'changed' WHERE id = 2")
+		mustExec(t, db, stmt)
+		rep := f.reset(tg)
+		if d := f.diff(name); len(d) > 0 {
+			t.Errorf("%s (%s): after reset:\n%s", stmt, s, strings.Join(d, "\n"))
+		}
+		if rep.FallbackReason == "" {
+			t.Errorf("%s: no fallback reason in %+v", stmt, rep)
+		}
+		if !strings.HasPrefix(stmt, "ANALYZE") && !strings.HasPrefix(stmt, "TRUNCATE") && len(rep.SchemaChanges) == 0 {
+			t.Errorf("%s: schema change not reported: %+v", stmt, rep)
+		}
+		// Fast path again afterwards.
+		if rep := f.reset(tg); rep.FallbackReason != "" || len(rep.TablesReset) != 0 {
+			t.Errorf("%s: reset after the repair: %+v", stmt, rep)
+		}
+	}
+}
+
+// TestOwnDDLIsCounted checks that the DDL counter counts the daemon's own
+// statements exactly as the server does: a clone and a restore on a quiet
+// server leave no "foreign" statements.
+func TestOwnDDLIsCounted(t *testing.T) {
+	f := newFixture(t)
+	tg, db := f.worker("w_count", testdbd.StrategyTruncate)
+	mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'x')")
+	rep := f.reset(tg)
+	if rep.FallbackReason != "" {
+		t.Fatalf("first reset fell back: %s", rep.FallbackReason)
+	}
+	tg2, db2 := f.worker("w_count2", testdbd.StrategySnapshot) // a clone between the baseline and the next check
+	mustExec(t, db2, "DELETE FROM users WHERE id = 1")
+	mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'y')")
+	if rep := f.reset(tg2); rep.FallbackReason != "" {
+		t.Errorf("snapshot reset fell back: %s", rep.FallbackReason)
+	}
+	if rep := f.reset(tg); rep.FallbackReason != "" {
+		t.Errorf("own clone counted as foreign DDL: %s", rep.FallbackReason)
+	}
+	// A statement by someone else is seen, and the full check finds this
+	// database clean.
+	mustExec(t, f.srv.DB, "CREATE DATABASE other_scratch")
+	mustExec(t, db, "INSERT INTO tags VALUES ('zz', 'z')")
+	rep = f.reset(tg)
+	if !strings.Contains(rep.FallbackReason, "schema-changing statements") || len(rep.SchemaChanges) != 0 {
+		t.Errorf("foreign DDL: %+v", rep)
+	}
+	if d := f.diff(tg.Database); len(d) > 0 {
+		t.Fatal(strings.Join(d, "\n"))
+	}
+}
