@@ -8,6 +8,7 @@ import (
 	"github.com/testdbd/testdbd"
 	testdbv1 "github.com/testdbd/testdbd/api/testdb/v1"
 	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/lease"
 )
 
 // ms converts a duration to milliseconds with microsecond precision.
@@ -36,4 +37,94 @@ func instanceToProto(i testdbd.InstanceInfo, databases int) *testdbv1.Instance {
 		out.Settings = append(out.Settings, &testdbv1.Setting{Name: s.Name, Requested: s.Requested, Actual: s.Actual, Ok: s.OK})
 	}
 	return out
+}
+
+var templateStates = map[lease.TemplateState]testdbv1.TemplateState{
+	lease.TemplateBuilding: testdbv1.TemplateState_TEMPLATE_STATE_BUILDING,
+	lease.TemplateReady:    testdbv1.TemplateState_TEMPLATE_STATE_READY,
+	lease.TemplateFailed:   testdbv1.TemplateState_TEMPLATE_STATE_FAILED,
+}
+
+func templateToProto(t lease.TemplateInfo) *testdbv1.Template {
+	return &testdbv1.Template{
+		Name: t.Name, Hash: t.Hash, State: templateStates[t.State], Error: t.Err, InstanceId: t.InstanceID,
+		Tables: int32(t.Tables), Version: t.Version, Database: t.Database, Migrations: nonNil(t.Migrations),
+		CreatedAt: ts(t.CreatedAt), Engine: t.Engine, Views: int32(t.Views), Triggers: int32(t.Triggers),
+		Routines: int32(t.Routines), Events: int32(t.Events),
+		Build: &testdbv1.BuildTimings{ProvisionMs: ms(t.Build.Provision), MigrateMs: ms(t.Build.Migrate),
+			SeedMs: ms(t.Build.Seed), CaptureMs: ms(t.Build.Capture), CloneMs: ms(t.Build.Clone), TotalMs: ms(t.Build.Total)},
+		Pool: &testdbv1.PoolCounts{Ready: int32(t.Pool.Ready), Leased: int32(t.Pool.Leased), Resetting: int32(t.Pool.Resetting),
+			Creating: int32(t.Pool.Creating), Target: int32(t.Pool.Target)},
+	}
+}
+
+func leaseToProto(l lease.LeaseInfo) *testdbv1.Lease {
+	return &testdbv1.Lease{
+		Id: l.ID, Template: l.Template, TemplateHash: l.TemplateHash, Strategy: strategyToProto(l.Strategy),
+		Worker: l.Worker, Database: l.Database, Host: l.Host, Port: int32(l.Port), User: l.User, Password: l.Password,
+		Dsn: l.DSN, Url: l.URL, ExpiresAt: ts(l.ExpiresAt), AcquiredAt: ts(l.AcquiredAt), InstanceId: l.InstanceID,
+		WaitedMs: ms(l.Waited), State: l.State, TtlSeconds: int32(l.TTL / time.Second), Resets: l.Resets,
+	}
+}
+
+func reportToProto(r testdbd.ResetReport) *testdbv1.ResetReport {
+	return &testdbv1.ResetReport{
+		LeaseId: r.LeaseID, Database: r.Database, Strategy: strategyToProto(r.Strategy),
+		RequestedStrategy: strategyToProto(r.Requested), FallbackReason: r.FallbackReason, TotalMs: ms(r.Total),
+		Phases: &testdbv1.ResetPhases{SessionsMs: ms(r.Phases.Sessions), DetectMs: ms(r.Phases.Detect),
+			VerifyMs: ms(r.Phases.Verify), RestoreMs: ms(r.Phases.Restore), SchemaMs: ms(r.Phases.Schema)},
+		TablesTotal: int32(r.TablesTotal), TablesReset: nonNil(r.TablesReset), SchemaChanges: nonNil(r.SchemaChanges),
+		SessionsEnded: int32(r.SessionsEnded),
+	}
+}
+
+func latencyToProto(l lease.Latency) *testdbv1.LatencyStats {
+	return &testdbv1.LatencyStats{Count: l.Count, P50Ms: ms(l.P50), P90Ms: ms(l.P90), P99Ms: ms(l.P99), MaxMs: ms(l.Max), MeanMs: ms(l.Mean)}
+}
+
+func statsToProto(s lease.Stats) *testdbv1.GetStatsResponse {
+	out := &testdbv1.GetStatsResponse{
+		Acquire: latencyToProto(s.Acquire), AcquireWait: latencyToProto(s.AcquireWait),
+		LeasesActive: int64(s.LeasesActive), LeasesAcquired: s.LeasesAcquired, LeasesExpired: s.LeasesExpired,
+		AcquireExhausted: s.AcquireExhausted, Instances: int32(s.Instances), Databases: int32(s.Databases),
+		Templates: int32(s.Templates), Resets: []*testdbv1.StrategyStats{},
+	}
+	for _, r := range s.Resets {
+		out.Resets = append(out.Resets, &testdbv1.StrategyStats{Strategy: strategyToProto(r.Strategy),
+			Latency: latencyToProto(r.Latency), Fallbacks: r.Fallbacks, Failures: r.Failures})
+	}
+	return out
+}
+
+func strategyToProto(s testdbd.Strategy) testdbv1.Strategy {
+	switch s {
+	case testdbd.StrategyTruncate:
+		return testdbv1.Strategy_STRATEGY_TRUNCATE
+	case testdbd.StrategySnapshot:
+		return testdbv1.Strategy_STRATEGY_SNAPSHOT
+	case testdbd.StrategyRollback:
+		return testdbv1.Strategy_STRATEGY_ROLLBACK
+	}
+	return testdbv1.Strategy_STRATEGY_UNSPECIFIED
+}
+
+func strategyFromProto(s testdbv1.Strategy) (testdbd.Strategy, error) {
+	switch s {
+	case testdbv1.Strategy_STRATEGY_UNSPECIFIED:
+		return testdbd.StrategyDefault, nil
+	case testdbv1.Strategy_STRATEGY_TRUNCATE:
+		return testdbd.StrategyTruncate, nil
+	case testdbv1.Strategy_STRATEGY_SNAPSHOT:
+		return testdbd.StrategySnapshot, nil
+	case testdbv1.Strategy_STRATEGY_ROLLBACK:
+		return testdbd.StrategyRollback, nil
+	}
+	return 0, testdbd.Errorf(testdbd.EInvalid, "unknown strategy %d: use STRATEGY_TRUNCATE, STRATEGY_SNAPSHOT or STRATEGY_ROLLBACK", s)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

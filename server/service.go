@@ -2,15 +2,20 @@ package server
 
 import (
 	"context"
+	"time"
 
+	"github.com/testdbd/testdbd"
 	testdbv1 "github.com/testdbd/testdbd/api/testdb/v1"
 	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/lease"
+	"github.com/testdbd/testdbd/migrations"
 )
 
 // Service implements the v1 API over the daemon's parts.
 type Service struct {
 	testdbv1.UnimplementedTestDBServiceServer
-	Fleet *instance.Fleet
+	Fleet   *instance.Fleet
+	Manager *lease.Manager
 }
 
 var _ testdbv1.TestDBServiceServer = (*Service)(nil)
@@ -24,4 +29,123 @@ func (s *Service) ListInstances(ctx context.Context, _ *testdbv1.ListInstancesRe
 		resp.Instances = append(resp.Instances, instanceToProto(info, dbs))
 	}
 	return resp, nil
+}
+
+// EnsureTemplate builds or finds a template.
+func (s *Service) EnsureTemplate(ctx context.Context, req *testdbv1.EnsureTemplateRequest) (*testdbv1.EnsureTemplateResponse, error) {
+	files := make([]migrations.File, len(req.Migrations))
+	for i, f := range req.Migrations {
+		files[i] = migrations.File{Name: f.Name, Content: []byte(f.Content)}
+	}
+	info, err := s.Manager.EnsureTemplate(ctx, lease.TemplateRequest{
+		Name: req.Name, MigrationsDir: req.MigrationsDir, Files: files, Seed: req.SeedSql,
+		Engine: req.Engine, Async: req.Async, PoolSize: int(req.PoolSize),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &testdbv1.EnsureTemplateResponse{Template: templateToProto(info)}, nil
+}
+
+// GetTemplate returns one template.
+func (s *Service) GetTemplate(_ context.Context, req *testdbv1.GetTemplateRequest) (*testdbv1.GetTemplateResponse, error) {
+	info, err := s.Manager.GetTemplate(req.Name)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &testdbv1.GetTemplateResponse{Template: templateToProto(info)}, nil
+}
+
+// ListTemplates lists the templates.
+func (s *Service) ListTemplates(context.Context, *testdbv1.ListTemplatesRequest) (*testdbv1.ListTemplatesResponse, error) {
+	resp := &testdbv1.ListTemplatesResponse{Templates: []*testdbv1.Template{}}
+	for _, t := range s.Manager.ListTemplates() {
+		resp.Templates = append(resp.Templates, templateToProto(t))
+	}
+	return resp, nil
+}
+
+// DeleteTemplate drops a template.
+func (s *Service) DeleteTemplate(ctx context.Context, req *testdbv1.DeleteTemplateRequest) (*testdbv1.DeleteTemplateResponse, error) {
+	info, err := s.Manager.DeleteTemplate(ctx, req.Name, req.Force)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &testdbv1.DeleteTemplateResponse{Template: templateToProto(info)}, nil
+}
+
+// AcquireLease leases a worker database.
+func (s *Service) AcquireLease(ctx context.Context, req *testdbv1.AcquireLeaseRequest) (*testdbv1.AcquireLeaseResponse, error) {
+	st, err := strategyFromProto(req.Strategy)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if req.TtlSeconds < 0 || req.WaitTimeoutMs < 0 {
+		return nil, toStatus(testdbd.Errorf(testdbd.EInvalid, "ttl_seconds and wait_timeout_ms must not be negative"))
+	}
+	info, err := s.Manager.Acquire(ctx, lease.AcquireRequest{
+		Template: req.Template, Strategy: st, Worker: req.Worker,
+		TTL: time.Duration(req.TtlSeconds) * time.Second, WaitTimeout: time.Duration(req.WaitTimeoutMs) * time.Millisecond,
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &testdbv1.AcquireLeaseResponse{Lease: leaseToProto(info)}, nil
+}
+
+// GetLease returns one lease.
+func (s *Service) GetLease(_ context.Context, req *testdbv1.GetLeaseRequest) (*testdbv1.GetLeaseResponse, error) {
+	info, err := s.Manager.Get(req.Id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &testdbv1.GetLeaseResponse{Lease: leaseToProto(info)}, nil
+}
+
+// ListLeases lists the active leases.
+func (s *Service) ListLeases(_ context.Context, req *testdbv1.ListLeasesRequest) (*testdbv1.ListLeasesResponse, error) {
+	resp := &testdbv1.ListLeasesResponse{Leases: []*testdbv1.Lease{}}
+	for _, l := range s.Manager.List(req.Template) {
+		resp.Leases = append(resp.Leases, leaseToProto(l))
+	}
+	return resp, nil
+}
+
+// RenewLease extends a lease.
+func (s *Service) RenewLease(_ context.Context, req *testdbv1.RenewLeaseRequest) (*testdbv1.RenewLeaseResponse, error) {
+	if req.TtlSeconds < 0 {
+		return nil, toStatus(testdbd.Errorf(testdbd.EInvalid, "ttl_seconds must not be negative"))
+	}
+	info, err := s.Manager.Renew(req.Id, time.Duration(req.TtlSeconds)*time.Second)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &testdbv1.RenewLeaseResponse{Lease: leaseToProto(info)}, nil
+}
+
+// ResetLease resets a leased database now.
+func (s *Service) ResetLease(ctx context.Context, req *testdbv1.ResetLeaseRequest) (*testdbv1.ResetLeaseResponse, error) {
+	st, err := strategyFromProto(req.Strategy)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	rep, err := s.Manager.Reset(ctx, req.Id, st)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &testdbv1.ResetLeaseResponse{Report: reportToProto(rep)}, nil
+}
+
+// ReleaseLease gives a lease back.
+func (s *Service) ReleaseLease(_ context.Context, req *testdbv1.ReleaseLeaseRequest) (*testdbv1.ReleaseLeaseResponse, error) {
+	info, err := s.Manager.Release(req.Id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &testdbv1.ReleaseLeaseResponse{Lease: leaseToProto(info)}, nil
+}
+
+// GetStats returns counters and latency percentiles.
+func (s *Service) GetStats(context.Context, *testdbv1.GetStatsRequest) (*testdbv1.GetStatsResponse, error) {
+	return statsToProto(s.Manager.Stats()), nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/docker"
 	"github.com/testdbd/testdbd/instance/native"
+	"github.com/testdbd/testdbd/lease"
 	"github.com/testdbd/testdbd/server"
 )
 
@@ -43,6 +44,13 @@ type serveConfig struct {
 	DatadirRoot       string
 	TmpfsSize         byteSize
 	BufferPool        byteSize
+	PoolSize          int
+	Clones            int
+	Strategy          string
+	DefaultTTL        time.Duration
+	MaxTTL            time.Duration
+	DefaultWait       time.Duration
+	MaxWait           time.Duration
 	LogFormat         string
 	LogLevel          string
 	ShutdownTimeout   time.Duration
@@ -69,6 +77,13 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(&cfg.TmpfsSize, "tmpfs-size", "size of each server's tmpfs mount")
 	cfg.BufferPool = byteSize(instance.DefaultConfig.BufferPoolBytes)
 	fs.Var(&cfg.BufferPool, "buffer-pool", "innodb_buffer_pool_size of each server")
+	fs.IntVar(&cfg.PoolSize, "pool-size", lease.DefaultPoolSize, "ready worker databases kept per template (a template's pool_size overrides it)")
+	fs.IntVar(&cfg.Clones, "clones", lease.DefaultClones, "worker databases created in parallel in the background")
+	fs.StringVar(&cfg.Strategy, "strategy", "snapshot", "default reset strategy: truncate, snapshot or rollback")
+	fs.DurationVar(&cfg.DefaultTTL, "lease-ttl", lease.DefaultTTL, "lease time to live when the request gives none")
+	fs.DurationVar(&cfg.MaxTTL, "max-lease-ttl", lease.DefaultMaxTTL, "longest lease time to live accepted")
+	fs.DurationVar(&cfg.DefaultWait, "wait-timeout", lease.DefaultWait, "how long an acquire waits for a free database when the request gives no wait_timeout_ms")
+	fs.DurationVar(&cfg.MaxWait, "max-wait-timeout", lease.DefaultMaxWait, "longest wait_timeout_ms accepted")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for calls in flight")
@@ -135,6 +150,7 @@ type daemon struct {
 	log      *slog.Logger
 	provider testdbd.Provider
 	fleet    *instance.Fleet
+	manager  *lease.Manager
 	server   *server.Server
 }
 
@@ -159,10 +175,16 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	log.Info("provider ready", "provider", d.provider.Name(), "engine", d.provider.Engine().String())
 	settings := instance.DefaultConfig
 	settings.BufferPoolBytes = int64(cfg.BufferPool)
+	var manager *lease.Manager // set below; servers die only after it is
 	d.fleet = instance.NewFleet(d.provider, instance.FleetConfig{
 		MaxInstances: cfg.MaxInstances,
 		Settings:     settings,
 		Logger:       log,
+		OnDeath: func(s *instance.Server, err error) {
+			if manager != nil {
+				manager.OnInstanceDeath(s, err)
+			}
+		},
 	})
 	if cfg.Warm > 0 {
 		log.Info("starting warm servers", "count", cfg.Warm)
@@ -179,7 +201,19 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	svc := &server.Service{Fleet: d.fleet}
+	strategy, err := testdbd.ParseStrategy(cfg.Strategy)
+	if err != nil {
+		return nil, fmt.Errorf("--strategy: %w", err)
+	}
+	manager = lease.New(lease.Config{
+		Fleet: d.fleet, MaxDatabases: cfg.MaxDatabases, MaxDBsPerInstance: cfg.MaxDBsPerInstance,
+		MemoryBudget: int64(cfg.MemoryBudget), PoolSize: cfg.PoolSize, Clones: cfg.Clones,
+		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait,
+		DefaultStrategy: strategy, Registerer: reg, Logger: log,
+	})
+	manager.Open()
+	d.manager = manager
+	svc := &server.Service{Fleet: d.fleet, Manager: manager}
 	d.server = server.New(server.Config{
 		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Registry: reg, Logger: log,
 	}, svc)
@@ -235,6 +269,9 @@ func (d *daemon) Close(ctx context.Context) error {
 	var errs []error
 	if d.server != nil {
 		errs = append(errs, d.server.Close(ctx))
+	}
+	if d.manager != nil {
+		errs = append(errs, d.manager.Close(ctx))
 	}
 	if d.fleet != nil {
 		errs = append(errs, d.fleet.Close(ctx))

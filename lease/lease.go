@@ -1,0 +1,437 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/strategies"
+)
+
+// maxEnded is how many ended leases are remembered for clear errors.
+const maxEnded = 10000
+
+// lease is exclusive use of one worker database.
+type lease struct {
+	id       string
+	tpl      *template
+	db       *workerDB
+	strategy testdbd.Strategy
+	worker   string
+	user     string
+	password string
+	ttl      time.Duration
+	acquired time.Time
+	expires  time.Time
+	waited   time.Duration
+	state    string
+	why      string // why it ended, when it did
+	resets   int64
+	timer    *time.Timer
+}
+
+// Acquire leases a ready worker database of a template. With none ready it
+// waits, in FIFO order with other callers, up to the wait timeout, then
+// fails with EExhausted naming the limit that keeps a database from being
+// made.
+func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, error) {
+	start := time.Now()
+	strategy := req.Strategy
+	if strategy == testdbd.StrategyDefault {
+		strategy = m.cfg.DefaultStrategy
+	}
+	ttl, wait := req.TTL, req.WaitTimeout
+	if ttl == 0 {
+		ttl = m.cfg.DefaultTTL
+	}
+	if wait == 0 {
+		wait = m.cfg.DefaultWait
+	}
+	switch {
+	case ttl < time.Second || ttl > m.cfg.MaxTTL:
+		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "ttl_seconds %d: use 1 to %d (0 means %d)",
+			int(ttl.Seconds()), int(m.cfg.MaxTTL.Seconds()), int(m.cfg.DefaultTTL.Seconds()))
+	case wait < 0 || wait > m.cfg.MaxWait:
+		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "wait_timeout_ms %d: use 0 (%d) up to %d",
+			wait.Milliseconds(), m.cfg.DefaultWait.Milliseconds(), m.cfg.MaxWait.Milliseconds())
+	case len(req.Worker) > 128:
+		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "worker key of %d bytes is longer than 128", len(req.Worker))
+	}
+
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return LeaseInfo{}, errClosed
+	}
+	t := m.templates[req.Template]
+	if t == nil {
+		m.mu.Unlock()
+		return LeaseInfo{}, notFoundTemplate(req.Template)
+	}
+	if t.state != TemplateReady {
+		state, err := t.state, t.err
+		m.mu.Unlock()
+		if state == TemplateFailed {
+			return LeaseInfo{}, testdbd.Errorf(testdbd.EConflict, "template %s failed to build: %v; fix the migrations and call EnsureTemplate again", req.Template, err)
+		}
+		return LeaseInfo{}, testdbd.Errorf(testdbd.EUnavailable, "template %s is still building: wait for EnsureTemplate to return, then acquire", req.Template)
+	}
+	if db := t.pickReadyLocked(req.Worker); db != nil {
+		l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, 0)
+		info := m.leaseInfoLocked(l)
+		m.mu.Unlock()
+		m.stats.acquired(time.Since(start), 0)
+		return info, nil
+	}
+	w := &waiter{worker: req.Worker, ch: make(chan *workerDB, 1), gone: make(chan struct{})}
+	t.waiters = append(t.waiters, w)
+	ahead := len(t.waiters) - 1
+	m.kickFill()
+	m.mu.Unlock()
+
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var db *workerDB
+	var failure error
+	select {
+	case db = <-w.ch:
+	case <-w.gone:
+		failure = testdbd.Errorf(testdbd.EUnavailable, "%s; acquire again", w.reason)
+	case <-timer.C:
+		failure = m.exhausted(t, ahead, wait)
+	case <-ctx.Done():
+		failure = testdbd.Errorf(testdbd.ETimeout, "gave up waiting for a database of %s: %v", req.Template, ctx.Err())
+	}
+	m.mu.Lock()
+	if db == nil {
+		// Handed a database while giving up? Take it after all.
+		select {
+		case db = <-w.ch:
+		default:
+		}
+	}
+	if db == nil {
+		t.removeWaiterLocked(w)
+		m.mu.Unlock()
+		if testdbd.ErrorCode(failure) == testdbd.EExhausted {
+			m.stats.exhausted()
+		}
+		return LeaseInfo{}, failure
+	}
+	waited := time.Since(start)
+	l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, waited)
+	info := m.leaseInfoLocked(l)
+	m.mu.Unlock()
+	m.stats.acquired(waited, waited)
+	return info, nil
+}
+
+// exhausted builds the error for an acquire that waited in vain.
+func (m *Manager) exhausted(t *template, ahead int, wait time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := t.countsLocked()
+	why := t.blocked
+	if why == "" {
+		why = fmt.Sprintf("all %d databases of the template are leased or being reset", c.Leased+c.Resetting)
+	}
+	return testdbd.Errorf(testdbd.EExhausted,
+		"no database of template %s became free within %d ms: %s; %d leased, %d resetting, %d creating, %d requests were waiting ahead of this one. Release leases, raise the limit, or wait longer (wait_timeout_ms)",
+		t.name, wait.Milliseconds(), why, c.Leased, c.Resetting, c.Creating, ahead)
+}
+
+// pickReadyLocked takes a ready database: the worker's previous one when it
+// is free, else one no other worker used last, else the least recently used.
+func (t *template) pickReadyLocked(worker string) *workerDB {
+	var best *workerDB
+	for _, db := range t.dbs {
+		if db.state != dbReady {
+			continue
+		}
+		if worker != "" && db.lastWorker == worker {
+			return db
+		}
+		switch {
+		case best == nil:
+			best = db
+		case (best.lastWorker != "") != (db.lastWorker != ""):
+			if db.lastWorker == "" {
+				best = db
+			}
+		case db.lastUsed.Before(best.lastUsed):
+			best = db
+		}
+	}
+	return best
+}
+
+func (t *template) removeWaiterLocked(w *waiter) {
+	for i, x := range t.waiters {
+		if x == w {
+			t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+func (m *Manager) newLeaseLocked(t *template, db *workerDB, worker string, s testdbd.Strategy, ttl, waited time.Duration) *lease {
+	now := time.Now()
+	l := &lease{id: randomID("l-"), tpl: t, db: db, strategy: s, worker: worker, user: db.user, password: db.password,
+		ttl: ttl, acquired: now, expires: now.Add(ttl), waited: waited, state: LeaseActive}
+	db.state, db.lease, db.lastUsed = dbLeased, l, now
+	if worker != "" {
+		db.lastWorker = worker
+	}
+	m.leases[l.id] = l
+	id := l.id
+	l.timer = time.AfterFunc(ttl, func() { m.expire(id) })
+	m.stats.poolChanged(t.name, t.countsLocked())
+	return l
+}
+
+// Get returns a lease.
+func (m *Manager) Get(id string) (LeaseInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.leases[id]; l != nil {
+		return m.leaseInfoLocked(l), nil
+	}
+	if l := m.ended[id]; l != nil {
+		return m.leaseInfoLocked(l), nil
+	}
+	return LeaseInfo{}, notFoundLease(id)
+}
+
+// List returns the active leases, of one template if template is not empty.
+func (m *Manager) List(template string) []LeaseInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []LeaseInfo{}
+	for _, l := range m.leases {
+		if template == "" || l.tpl.name == template {
+			out = append(out, m.leaseInfoLocked(l))
+		}
+	}
+	return out
+}
+
+// Renew extends an active lease's time to live from now (0: its own TTL).
+func (m *Manager) Renew(id string, ttl time.Duration) (LeaseInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, err := m.activeLocked(id)
+	if err != nil {
+		return LeaseInfo{}, err
+	}
+	if ttl == 0 {
+		ttl = l.ttl
+	}
+	if ttl < time.Second || ttl > m.cfg.MaxTTL {
+		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "ttl_seconds %d: use 1 to %d", int(ttl.Seconds()), int(m.cfg.MaxTTL.Seconds()))
+	}
+	l.ttl, l.expires = ttl, time.Now().Add(ttl)
+	l.timer.Reset(ttl)
+	return m.leaseInfoLocked(l), nil
+}
+
+// Reset resets the lease's database now, by the lease's strategy unless
+// another is given, and returns the report.
+func (m *Manager) Reset(ctx context.Context, id string, s testdbd.Strategy) (testdbd.ResetReport, error) {
+	m.mu.Lock()
+	l, err := m.activeLocked(id)
+	if err != nil {
+		m.mu.Unlock()
+		return testdbd.ResetReport{}, err
+	}
+	if s == testdbd.StrategyDefault {
+		s = l.strategy
+	}
+	db := l.db
+	m.mu.Unlock()
+	if err := db.lock(ctx); err != nil {
+		return testdbd.ResetReport{}, err
+	}
+	defer db.unlock()
+	m.mu.Lock()
+	if l.state != LeaseActive { // ended while we waited for the lock
+		m.mu.Unlock()
+		return testdbd.ResetReport{}, m.endedError(l)
+	}
+	target := m.targetLocked(db, l.user, s)
+	m.mu.Unlock()
+	rep, err := m.runReset(ctx, db, target)
+	rep.LeaseID = id
+	if err != nil {
+		return rep, err
+	}
+	m.mu.Lock()
+	l.resets++
+	m.mu.Unlock()
+	return rep, nil
+}
+
+// Release ends a lease at once; its user is dropped, its sessions ended and
+// its database reset in the background before it goes back to the pool.
+func (m *Manager) Release(id string) (LeaseInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.leases[id]
+	if l == nil {
+		if e := m.ended[id]; e != nil && e.state == LeaseReleased {
+			return m.leaseInfoLocked(e), nil // releasing twice is harmless
+		}
+		if e := m.ended[id]; e != nil && e.state == LeaseFailed {
+			return m.leaseInfoLocked(e), nil
+		}
+		_, err := m.activeLocked(id)
+		return LeaseInfo{}, err
+	}
+	m.endLeaseLocked(l, LeaseReleased, "released")
+	return m.leaseInfoLocked(l), nil
+}
+
+// expire ends a lease whose TTL ran out.
+func (m *Manager) expire(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.leases[id]
+	if l == nil || time.Now().Before(l.expires) {
+		return // renewed in the meantime, or already ended
+	}
+	m.log.Warn("lease expired", "lease", id, "template", l.tpl.name, "database", l.db.name, "ttl", l.ttl)
+	m.stats.expired()
+	m.endLeaseLocked(l, LeaseExpired, fmt.Sprintf("expired at %s after its TTL of %v", l.expires.UTC().Format(time.RFC3339), l.ttl))
+}
+
+// endLeaseLocked ends a lease and, unless its server is dead, recycles its
+// database in the background: revoke the user, reset, new user, pool.
+func (m *Manager) endLeaseLocked(l *lease, state, why string) {
+	if l.state != LeaseActive {
+		return
+	}
+	l.state, l.why = state, why
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	delete(m.leases, l.id)
+	m.ended[l.id] = l
+	m.endedFIFO = append(m.endedFIFO, l.id)
+	if len(m.endedFIFO) > maxEnded {
+		delete(m.ended, m.endedFIFO[0])
+		m.endedFIFO = m.endedFIFO[1:]
+	}
+	db := l.db
+	if state == LeaseFailed || db.rep.srv.dead {
+		return
+	}
+	db.state = dbResetting
+	m.stats.poolChanged(l.tpl.name, l.tpl.countsLocked())
+	strategy := l.strategy
+	m.goBackground(func(ctx context.Context) { m.recycle(ctx, db, strategy) })
+}
+
+// recycle makes a used database clean for the next lease.
+func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy) {
+	if err := db.lock(ctx); err != nil {
+		return
+	}
+	defer db.unlock()
+	_, err := m.revokeUser(ctx, db)
+	var rep testdbd.ResetReport
+	if err == nil {
+		m.mu.Lock()
+		target := m.targetLocked(db, "", s)
+		m.mu.Unlock()
+		rep, err = m.runReset(ctx, db, target)
+	}
+	if err == nil {
+		err = m.prepareUser(ctx, db)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if db.rep.srv.dead {
+		return
+	}
+	if err != nil {
+		if !isCanceled(err) {
+			m.log.Error("recycle worker database; dropping it", "database", db.name, "err", err)
+		}
+		m.dropDBLocked(db, "recycle failed")
+		m.kickFill()
+		return
+	}
+	if rep.FallbackReason != "" {
+		m.log.Info("reset fell back", "database", db.name, "reason", rep.FallbackReason)
+	}
+	m.makeReadyLocked(db)
+}
+
+// targetLocked describes db for a reset.
+func (m *Manager) targetLocked(db *workerDB, user string, s testdbd.Strategy) strategies.Target {
+	st := db.rep.srv
+	return strategies.Target{DB: st.srv.DB, Flavor: st.srv.Flavor, DDL: st.ddl, Schema: db.rep.schema,
+		Database: db.name, User: user, Baseline: db.baseline, Untrusted: st.untrusted(), Strategy: s}
+}
+
+// runReset runs one reset, records its baseline and metrics. db's operation
+// lock must be held.
+func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.Target) (testdbd.ResetReport, error) {
+	rep, base, err := strategies.Reset(ctx, target)
+	m.mu.Lock()
+	db.baseline = base // nil after a failure: the next reset checks everything
+	m.mu.Unlock()
+	m.stats.reset(rep, err)
+	if err != nil {
+		st := db.rep.srv
+		if st.dead {
+			return rep, testdbd.Errorf(testdbd.EUnavailable, "server instance %s died: %v", st.srv.ID(), st.deathErr)
+		}
+		return rep, testdbd.Errorf(testdbd.EInternal, "reset of %s failed: %w", db.name, err)
+	}
+	return rep, nil
+}
+
+// activeLocked returns an active lease or an error that says what became of it.
+func (m *Manager) activeLocked(id string) (*lease, error) {
+	if l := m.leases[id]; l != nil {
+		return l, nil
+	}
+	if l := m.ended[id]; l != nil {
+		return nil, m.endedError(l)
+	}
+	return nil, notFoundLease(id)
+}
+
+func (m *Manager) endedError(l *lease) error {
+	switch l.state {
+	case LeaseExpired:
+		return testdbd.Errorf(testdbd.EConflict, "lease %s %s; its credentials no longer work: acquire a new lease (and renew before the TTL runs out)", l.id, l.why)
+	case LeaseFailed:
+		return testdbd.Errorf(testdbd.EUnavailable, "lease %s ended: %s; acquire a new lease", l.id, l.why)
+	}
+	return testdbd.Errorf(testdbd.EConflict, "lease %s was %s; acquire a new lease", l.id, l.why)
+}
+
+func notFoundLease(id string) error {
+	return testdbd.Errorf(testdbd.ENotFound, "no lease %q: it never existed or ended long ago; acquire one with AcquireLease (POST /v1/leases)", id)
+}
+
+func (m *Manager) leaseInfoLocked(l *lease) LeaseInfo {
+	host, port := l.db.rep.srv.srv.Client()
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(port))
+	cfg.User, cfg.Passwd, cfg.DBName = l.user, l.password, l.db.name
+	u := url.URL{Scheme: "mysql", User: url.UserPassword(l.user, l.password), Host: cfg.Addr, Path: "/" + l.db.name}
+	return LeaseInfo{
+		ID: l.id, Template: l.tpl.name, TemplateHash: l.tpl.hash, Strategy: l.strategy, Worker: l.worker,
+		Database: l.db.name, Host: host, Port: port, User: l.user, Password: l.password,
+		DSN: cfg.FormatDSN(), URL: u.String(), InstanceID: l.db.rep.srv.srv.ID(), State: l.state,
+		AcquiredAt: l.acquired, ExpiresAt: l.expires, TTL: l.ttl, Waited: l.waited, Resets: l.resets,
+	}
+}

@@ -1,0 +1,392 @@
+package lease
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/strategies"
+)
+
+const (
+	alnum      = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	lowerAlnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+)
+
+// fillLoop keeps every template's pool at its target: it adds databases
+// where ready ones plus those on their way fall short of the target plus
+// the waiters, within the capacity limits, a bounded number at a time.
+func (m *Manager) fillLoop() {
+	defer m.wg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		m.fill()
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.kick:
+		case <-tick.C:
+		}
+	}
+}
+
+// fill launches the creations the pools need now.
+func (m *Manager) fill() {
+	if m.cfg.MemoryBudget > 0 {
+		m.memoryUsed() // refresh the measurement outside the lock
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	for _, t := range m.templatesByNeedLocked() {
+		for m.jobs < m.cfg.Clones {
+			c := t.countsLocked()
+			want := t.poolSize + len(t.waiters) - c.Ready - c.Creating - c.Resetting
+			if want <= 0 {
+				t.blocked = ""
+				break
+			}
+			if !m.launchLocked(t) {
+				break
+			}
+		}
+	}
+}
+
+// templatesByNeedLocked returns the ready templates, those with waiters first.
+func (m *Manager) templatesByNeedLocked() []*template {
+	var first, rest []*template
+	for _, t := range m.templates {
+		if t.state != TemplateReady {
+			continue
+		}
+		if len(t.waiters) > 0 {
+			first = append(first, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	return append(first, rest...)
+}
+
+// launchLocked starts one step towards another database of t: a clone on a
+// server holding a replica, a new replica on a server with room, or a new
+// server. It returns false (and records why in t.blocked) when the limits
+// allow none.
+func (m *Manager) launchLocked(t *template) bool {
+	if m.dbTotal >= m.cfg.MaxDatabases {
+		if !m.evictIdleLocked(t) {
+			t.blocked = fmt.Sprintf("--max-databases=%d reached (%d worker databases exist)", m.cfg.MaxDatabases, m.dbTotal)
+			return false
+		}
+	}
+	tables := t.tablesLocked()
+	if reason := m.memoryBlocksLocked(int64(tables) * tableEstimate); reason != "" {
+		if !m.evictIdleLocked(t) {
+			t.blocked = reason
+			return false
+		}
+	}
+	// A server with a replica and room.
+	for _, rep := range t.replicas {
+		st := rep.srv
+		if !st.dead && st.dbs < m.cfg.MaxDBsPerInstance && st.tables+tables <= st.tableBudget() {
+			m.startCreateLocked(t, rep)
+			return true
+		}
+	}
+	if len(t.building) > 0 {
+		return false // a replica is on its way
+	}
+	// A server with room but no replica: build one there.
+	for _, st := range m.servers {
+		if !st.dead && t.replicas[st.srv.ID()] == nil && st.dbs < m.cfg.MaxDBsPerInstance && st.tables+2*tables <= st.tableBudget() {
+			m.startReplicaLocked(t, st)
+			return false
+		}
+	}
+	if m.starting > 0 {
+		return false
+	}
+	running := len(m.fleet.Servers())
+	if running >= m.fleet.MaxInstances() {
+		t.blocked = fmt.Sprintf("every server is full (--max-databases-per-instance=%d, or its table budget) and --max-instances=%d servers run",
+			m.cfg.MaxDBsPerInstance, m.fleet.MaxInstances())
+		return false
+	}
+	if reason := m.memoryBlocksLocked(instanceEstimate); reason != "" {
+		t.blocked = "no room for another server: " + reason
+		return false
+	}
+	m.starting++
+	m.goBackground(func(ctx context.Context) {
+		_, err := m.startServer(ctx)
+		m.mu.Lock()
+		m.starting--
+		if err != nil {
+			t.blocked = "starting another server failed: " + err.Error()
+		}
+		m.mu.Unlock()
+		if err != nil && !isCanceled(err) {
+			m.log.Error("start server", "err", err)
+			time.Sleep(time.Second) // do not spin on a server that cannot start
+		}
+		m.kickFill()
+	})
+	return false
+}
+
+func (t *template) tablesLocked() int {
+	for _, rep := range t.replicas {
+		return len(rep.schema.Tables)
+	}
+	return 0
+}
+
+func (m *Manager) startCreateLocked(t *template, rep *replica) {
+	m.jobs++
+	m.goBackground(func(ctx context.Context) {
+		err := m.createDB(ctx, t, rep)
+		m.mu.Lock()
+		m.jobs--
+		m.mu.Unlock()
+		if err != nil && !isCanceled(err) {
+			m.log.Error("create worker database", "template", t.name, "err", err)
+			time.Sleep(100 * time.Millisecond)
+		}
+		m.kickFill()
+	})
+}
+
+func (m *Manager) startReplicaLocked(t *template, st *server) {
+	t.building[st.srv.ID()] = true
+	m.jobs++
+	m.goBackground(func(ctx context.Context) {
+		m.log.Info("building a template replica", "template", t.name, "instance", st.srv.ID())
+		_, err := m.buildReplica(ctx, t, st, false)
+		m.mu.Lock()
+		m.jobs--
+		delete(t.building, st.srv.ID())
+		if err != nil {
+			t.blocked = fmt.Sprintf("building the template on instance %s failed: %v", st.srv.ID(), err)
+		}
+		m.reapLocked(t)
+		m.mu.Unlock()
+		if err != nil && !isCanceled(err) {
+			m.log.Error("build template replica", "template", t.name, "instance", st.srv.ID(), "err", err)
+			time.Sleep(time.Second)
+		}
+		m.kickFill()
+	})
+}
+
+// evictIdleLocked makes room for t by dropping a ready database of another
+// template that has more ready databases than waiters.
+func (m *Manager) evictIdleLocked(t *template) bool {
+	if len(t.waiters) == 0 {
+		return false
+	}
+	var victim *workerDB
+	most := 0
+	for _, other := range m.templates {
+		if other == t {
+			continue
+		}
+		c := other.countsLocked()
+		if c.Ready > most && c.Ready > len(other.waiters) {
+			for _, db := range other.dbs {
+				if db.state == dbReady {
+					victim, most = db, c.Ready
+					break
+				}
+			}
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	m.log.Info("dropping an idle database to make room", "template", victim.tpl.name, "database", victim.name, "for", t.name)
+	m.dropDBLocked(victim, "room for template "+t.name)
+	return true
+}
+
+// createDB clones a worker database from rep, gives it a fresh user and a
+// baseline, and puts it in the pool.
+func (m *Manager) createDB(ctx context.Context, t *template, rep *replica) error {
+	m.mu.Lock()
+	if rep.srv.dead || t.retired {
+		m.mu.Unlock()
+		return nil
+	}
+	db := &workerDB{name: fmt.Sprintf("tdb_%s_w%d", short(t.hash), m.nextSeq()), tpl: t, rep: rep,
+		state: dbCreating, op: make(chan struct{}, 1)}
+	t.dbs = append(t.dbs, db)
+	rep.srv.dbs++
+	rep.srv.tables += len(rep.schema.Tables)
+	m.dbTotal++
+	m.mu.Unlock()
+
+	st := rep.srv
+	err := rep.schema.Clone(ctx, st.srv.DB, st.ddl, db.name)
+	if err == nil {
+		db.baseline, err = strategies.TakeBaseline(ctx, st.srv.DB, st.srv.Flavor, st.ddl, db.name)
+	}
+	if err == nil {
+		err = m.prepareUser(ctx, db)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.removeDBLocked(db)
+		return fmt.Errorf("create %s: %w", db.name, err)
+	}
+	m.makeReadyLocked(db)
+	return nil
+}
+
+// prepareUser creates the MySQL user the next lease of db gets: a random
+// name and password, all privileges on db and nothing else, and logs in
+// with it once so that the lease's first connection is fast.
+func (m *Manager) prepareUser(ctx context.Context, db *workerDB) error {
+	user := "tdbu_" + randomString(12, lowerAlnum)
+	password := randomString(24, alnum)
+	st := db.rep.srv
+	q := fmt.Sprintf("CREATE USER %s IDENTIFIED BY '%s'; GRANT ALL PRIVILEGES ON %s.* TO %s",
+		account(user), password, grantName(db.name), account(user))
+	if _, err := st.srv.DB.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("create user for %s: %w", db.name, err)
+	}
+	if err := warmLogin(ctx, st.srv.Client, user, password, db.name); err != nil {
+		_, _ = st.srv.DB.ExecContext(context.WithoutCancel(ctx), "DROP USER IF EXISTS "+account(user))
+		return fmt.Errorf("log in as the new user of %s: %w", db.name, err)
+	}
+	db.user, db.password = user, password
+	return nil
+}
+
+// revokeUser drops db's current user and ends its sessions: its credentials
+// stop working before anything else happens to the database.
+func (m *Manager) revokeUser(ctx context.Context, db *workerDB) (int, error) {
+	if db.user == "" {
+		return 0, nil
+	}
+	st := db.rep.srv
+	conn, err := st.srv.DB.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS "+account(db.user)); err != nil {
+		return 0, fmt.Errorf("drop user %s: %w", db.user, err)
+	}
+	n, err := strategies.EndSessions(ctx, conn, st.srv.Flavor, db.user)
+	if err != nil {
+		return n, err
+	}
+	db.user, db.password = "", ""
+	return n, nil
+}
+
+// account quotes a user account; users are generated, so the name is safe.
+func account(user string) string { return "'" + user + "'@'%'" }
+
+// grantName quotes a database name for GRANT, where '_' and '%' are wildcards.
+func grantName(db string) string {
+	return "`" + strings.NewReplacer("_", `\_`, "%", `\%`).Replace(db) + "`"
+}
+
+// warmLogin connects once over TCP with the new credentials.
+func warmLogin(ctx context.Context, addr func() (string, int), user, password, database string) error {
+	host, port := addr()
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(port))
+	cfg.User, cfg.Passwd, cfg.DBName = user, password, database
+	cfg.Timeout = 5 * time.Second
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	return db.PingContext(ctx)
+}
+
+// makeReadyLocked puts a clean database in the pool, or hands it straight
+// to the first waiter.
+func (m *Manager) makeReadyLocked(db *workerDB) {
+	t := db.tpl
+	db.state, db.lease = dbReady, nil
+	if t.retired || m.closed {
+		if t.retired {
+			m.reapLocked(t)
+		}
+		return
+	}
+	for len(t.waiters) > 0 {
+		w := t.waiters[0]
+		t.waiters = t.waiters[1:]
+		select {
+		case w.ch <- db:
+			db.state = dbLeased
+			return
+		default:
+		}
+	}
+	m.stats.poolChanged(t.name, t.countsLocked())
+}
+
+// removeDBLocked forgets a database (already dropped or never made).
+func (m *Manager) removeDBLocked(db *workerDB) {
+	t := db.tpl
+	for i, x := range t.dbs {
+		if x == db {
+			t.dbs = append(t.dbs[:i], t.dbs[i+1:]...)
+			db.rep.srv.dbs--
+			db.rep.srv.tables -= len(db.rep.schema.Tables)
+			m.dbTotal--
+			break
+		}
+	}
+	m.stats.poolChanged(t.name, t.countsLocked())
+}
+
+// dropDBLocked removes db from its pool and drops it (and its user) in the
+// background.
+func (m *Manager) dropDBLocked(db *workerDB, why string) {
+	m.removeDBLocked(db)
+	st, name, user := db.rep.srv, db.name, db.user
+	if st.dead {
+		return
+	}
+	m.goBackground(func(ctx context.Context) {
+		if user != "" {
+			_, _ = st.srv.DB.ExecContext(ctx, "DROP USER IF EXISTS "+account(user))
+		}
+		if err := migrations.Drop(ctx, st.srv.DB, st.ddl, name); err != nil && !isCanceled(err) {
+			m.log.Warn("drop database", "database", name, "why", why, "err", err)
+		}
+	})
+}
+
+// lock takes db's operation lock, bounded by ctx.
+func (db *workerDB) lock(ctx context.Context) error {
+	select {
+	case db.op <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return testdbd.Errorf(testdbd.ETimeout, "database %s is busy with another reset: %v", db.name, ctx.Err())
+	}
+}
+
+func (db *workerDB) unlock() { <-db.op }
