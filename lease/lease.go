@@ -389,8 +389,11 @@ func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.
 	m.stats.reset(rep, err)
 	if err != nil {
 		st := db.rep.srv
-		if st.dead {
-			return rep, testdbd.Errorf(testdbd.EUnavailable, "server instance %s died: %v", st.srv.ID(), st.deathErr)
+		m.mu.Lock()
+		dead, deathErr := st.dead, st.deathErr
+		m.mu.Unlock()
+		if dead {
+			return rep, testdbd.Errorf(testdbd.EUnavailable, "server instance %s died (%v): acquire a new lease", st.srv.ID(), deathErr)
 		}
 		return rep, testdbd.Errorf(testdbd.EInternal, "reset of %s failed: %w", db.name, err)
 	}

@@ -35,6 +35,7 @@ const (
 	DefaultClones       = 2
 	DefaultPerInstance  = 32
 	DefaultMaxDatabases = 64
+	DefaultIdleTrim     = time.Minute
 	instanceEstimate    = 150 << 20 // memory a new server needs before it holds data
 	tableEstimate       = 128 << 10 // tmpfs bytes of one small InnoDB table
 )
@@ -54,9 +55,10 @@ type Config struct {
 	DefaultStrategy   testdbd.Strategy
 	Registerer        prometheus.Registerer // nil means no metrics
 	Logger            *slog.Logger
-	// VerifyResets compares every table with the template after each reset
-	// (CHECKSUM TABLE and AUTO_INCREMENT); slow, for debugging.
-	VerifyResets bool
+	// IdleTrim drops ready databases beyond a pool's target once they have
+	// been idle this long (a burst of demand grows pools; this shrinks them
+	// back). 0 means DefaultIdleTrim.
+	IdleTrim time.Duration
 }
 
 // Manager owns templates, worker databases and leases. It is safe for
@@ -85,6 +87,7 @@ type Manager struct {
 	seq       int64
 	starting  int // servers being started by the filler
 	jobs      int // background creations running
+	builds    int // first builds of templates started
 }
 
 // server is the manager's view of one running server.
@@ -95,7 +98,8 @@ type server struct {
 	tables   int  // tables of every database testdbd made on it
 	dead     bool // it died; nothing new goes there
 	deathErr error
-	tdc      int // table_definition_cache it runs with
+	tdc      int    // table_definition_cache it runs with
+	recalc   string // innodb_stats_auto_recalc it runs with, when not OFF
 }
 
 // New returns a manager; Open starts its background work.
@@ -123,6 +127,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = DefaultMaxWait
+	}
+	if cfg.IdleTrim <= 0 {
+		cfg.IdleTrim = DefaultIdleTrim
 	}
 	if cfg.DefaultStrategy == testdbd.StrategyDefault {
 		cfg.DefaultStrategy = testdbd.StrategySnapshot
@@ -208,8 +215,11 @@ func (m *Manager) adoptLocked(s *instance.Server) *server {
 	}
 	st := &server{srv: s, ddl: &strategies.DDLCounter{}, tdc: instance.DefaultConfig.TableCacheSize()}
 	for _, set := range s.Info(context.Background()).Settings {
-		if set.Name == "table_definition_cache" {
+		switch {
+		case set.Name == "table_definition_cache":
 			fmt.Sscan(set.Actual, &st.tdc)
+		case set.Name == "innodb_stats_auto_recalc" && !set.OK:
+			st.recalc = set.Actual
 		}
 	}
 	m.servers[s.ID()] = st
@@ -218,10 +228,8 @@ func (m *Manager) adoptLocked(s *instance.Server) *server {
 
 // untrusted says why the detector's preconditions do not hold on st, or "".
 func (st *server) untrusted() string {
-	for _, set := range st.srv.Info(context.Background()).Settings {
-		if set.Name == "innodb_stats_auto_recalc" && !set.OK {
-			return "innodb_stats_auto_recalc is " + set.Actual + ", so statistics recalculation can reset MODIFIED_COUNTER"
-		}
+	if st.recalc != "" {
+		return "innodb_stats_auto_recalc is " + st.recalc + ", so statistics recalculation can reset MODIFIED_COUNTER"
 	}
 	if st.tables*2 > st.tdc {
 		return fmt.Sprintf("the server holds %d tables, more than half its table_definition_cache of %d, so a table could be evicted and lose its counters", st.tables, st.tdc)
@@ -249,8 +257,12 @@ func (m *Manager) kickFill() {
 	}
 }
 
-// go runs fn as background work owned by the manager.
+// goBackground runs fn as background work owned by the manager; once Close
+// has begun it runs nothing.
 func (m *Manager) goBackground(fn func(ctx context.Context)) {
+	if m.ctx.Err() != nil {
+		return
+	}
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()

@@ -50,6 +50,7 @@ func (m *Manager) fill() {
 		return
 	}
 	for _, t := range m.templatesByNeedLocked() {
+		m.trimLocked(t)
 		for m.jobs < m.cfg.Clones {
 			c := t.countsLocked()
 			want := t.poolSize + len(t.waiters) - c.Ready - c.Creating - c.Resetting
@@ -60,6 +61,24 @@ func (m *Manager) fill() {
 			if !m.launchLocked(t) {
 				break
 			}
+		}
+	}
+}
+
+// trimLocked drops ready databases beyond t's target that have been idle
+// for IdleTrim.
+func (m *Manager) trimLocked(t *template) {
+	surplus := t.countsLocked().Ready - t.poolSize
+	if surplus <= 0 || len(t.waiters) > 0 {
+		return
+	}
+	for _, db := range append([]*workerDB(nil), t.dbs...) {
+		if surplus == 0 {
+			break
+		}
+		if db.state == dbReady && time.Since(db.readySince) >= m.cfg.IdleTrim {
+			m.dropDBLocked(db, "idle beyond the pool's target")
+			surplus--
 		}
 	}
 }
@@ -156,8 +175,9 @@ func (t *template) tablesLocked() int {
 
 func (m *Manager) startCreateLocked(t *template, rep *replica) {
 	m.jobs++
+	db := m.registerDBLocked(t, rep)
 	m.goBackground(func(ctx context.Context) {
-		err := m.createDB(ctx, t, rep)
+		err := m.createDB(ctx, db)
 		m.mu.Lock()
 		m.jobs--
 		m.mu.Unlock()
@@ -221,22 +241,22 @@ func (m *Manager) evictIdleLocked(t *template) bool {
 	return true
 }
 
-// createDB clones a worker database from rep, gives it a fresh user and a
-// baseline, and puts it in the pool.
-func (m *Manager) createDB(ctx context.Context, t *template, rep *replica) error {
-	m.mu.Lock()
-	if rep.srv.dead || t.retired {
-		m.mu.Unlock()
-		return nil
-	}
+// registerDBLocked counts a new worker database of t on rep's server, in
+// state creating, before it is made (so that limits see it at once).
+func (m *Manager) registerDBLocked(t *template, rep *replica) *workerDB {
 	db := &workerDB{name: fmt.Sprintf("tdb_%s_w%d", short(t.hash), m.nextSeq()), tpl: t, rep: rep,
 		state: dbCreating, op: make(chan struct{}, 1)}
 	t.dbs = append(t.dbs, db)
 	rep.srv.dbs++
 	rep.srv.tables += len(rep.schema.Tables)
 	m.dbTotal++
-	m.mu.Unlock()
+	return db
+}
 
+// createDB clones a registered worker database from its replica, gives it a
+// fresh user and a baseline, and puts it in the pool.
+func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
+	rep := db.rep
 	st := rep.srv
 	err := rep.schema.Clone(ctx, st.srv.DB, st.ddl, db.name)
 	if err == nil {
@@ -247,8 +267,14 @@ func (m *Manager) createDB(ctx context.Context, t *template, rep *replica) error
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if st.dead {
+		return nil // the death handler forgot it already
+	}
 	if err != nil {
 		m.removeDBLocked(db)
+		if !isCanceled(err) {
+			m.goBackground(func(ctx context.Context) { _ = migrations.Drop(ctx, st.srv.DB, st.ddl, db.name) })
+		}
 		return fmt.Errorf("create %s: %w", db.name, err)
 	}
 	m.makeReadyLocked(db)
@@ -326,7 +352,7 @@ func warmLogin(ctx context.Context, addr func() (string, int), user, password, d
 // to the first waiter.
 func (m *Manager) makeReadyLocked(db *workerDB) {
 	t := db.tpl
-	db.state, db.lease = dbReady, nil
+	db.state, db.lease, db.readySince = dbReady, nil, time.Now()
 	if t.retired || m.closed {
 		if t.retired {
 			m.reapLocked(t)

@@ -62,6 +62,7 @@ type workerDB struct {
 	baseline   *strategies.Baseline
 	lastWorker string
 	lastUsed   time.Time
+	readySince time.Time
 	lease      *lease
 	op         chan struct{} // one SQL operation at a time (reset, recycle)
 }
@@ -150,6 +151,7 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req TemplateRequest) (Temp
 		t = &template{name: req.Name, hash: hash, src: src, state: TemplateBuilding, done: make(chan struct{}),
 			created: time.Now(), poolSize: poolSize, replicas: map[string]*replica{}, building: map[string]bool{}}
 		m.templates[req.Name] = t
+		m.builds++
 		m.log.Info("building template", "template", t.name, "hash", short(hash), "migrations", len(files))
 		m.goBackground(func(ctx context.Context) { m.buildFirst(ctx, t) })
 	}
@@ -176,7 +178,9 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req TemplateRequest) (Temp
 func (m *Manager) buildFirst(ctx context.Context, t *template) {
 	start := time.Now()
 	st, err := m.serverForTemplate(ctx, t)
+	m.mu.Lock()
 	t.build.Provision = time.Since(start)
+	m.mu.Unlock()
 	var rep *replica
 	if err == nil {
 		rep, err = m.buildReplica(ctx, t, st, true)
@@ -185,24 +189,26 @@ func (m *Manager) buildFirst(ctx context.Context, t *template) {
 	if err != nil {
 		t.state, t.err = TemplateFailed, err
 		t.userError = migrations.IsBuildError(err)
+		t.build.Total = time.Since(start)
+		close(t.done)
+		m.mu.Unlock()
 		m.log.Warn("template build failed", "template", t.name, "err", err)
-	} else {
-		t.state = TemplateReady
-	}
-	t.build.Total = time.Since(start)
-	close(t.done)
-	m.mu.Unlock()
-	if err != nil {
 		return
 	}
-	// The first worker database is made at once so that its time is part of
-	// the build report; the filler makes the rest.
+	// The first worker database is made before callers are told the
+	// template is ready, so that their first acquire finds it in the pool;
+	// its time is part of the build report. The filler makes the rest.
+	t.state = TemplateReady
+	db := m.registerDBLocked(t, rep)
+	m.mu.Unlock()
 	cstart := time.Now()
-	if err := m.createDB(ctx, t, rep); err != nil && !isCanceled(err) {
+	if err := m.createDB(ctx, db); err != nil && !isCanceled(err) {
 		m.log.Warn("first worker database", "template", t.name, "err", err)
 	}
 	m.mu.Lock()
 	t.build.Clone = time.Since(cstart)
+	t.build.Total = time.Since(start)
+	close(t.done)
 	m.mu.Unlock()
 	m.log.Info("template ready", "template", t.name, "hash", short(t.hash), "tables", len(rep.schema.Tables),
 		"migrate", t.build.Migrate.Round(time.Millisecond), "total", t.build.Total.Round(time.Millisecond))
@@ -257,7 +263,11 @@ func (m *Manager) buildReplica(ctx context.Context, t *template, st *server, fir
 	if err != nil {
 		return fail(err)
 	}
-	res, err := migrations.Run(ctx, db, t.src, m.log.With("template", t.name))
+	var res migrations.Result
+	err = st.ddl.Unaccounted(func() (err error) {
+		res, err = migrations.Run(ctx, db, t.src, m.log.With("template", t.name))
+		return err
+	})
 	db.Close()
 	if err != nil {
 		return fail(err)
@@ -318,11 +328,10 @@ func (m *Manager) reapLocked(t *template) {
 		delete(t.replicas, id)
 		rep.srv.tables -= len(rep.schema.Tables)
 		st, name := rep.srv, rep.db
-		m.goBackground(func(ctx context.Context) {
-			if !st.dead {
-				_ = migrations.Drop(ctx, st.srv.DB, st.ddl, name)
-			}
-		})
+		if st.dead {
+			continue
+		}
+		m.goBackground(func(ctx context.Context) { _ = migrations.Drop(ctx, st.srv.DB, st.ddl, name) })
 	}
 	for i, x := range m.retired {
 		if x == t {

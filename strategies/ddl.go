@@ -20,7 +20,7 @@ var ddlStatus = []string{
 	"drop_procedure", "drop_sequence", "drop_table", "drop_trigger", "drop_view",
 }
 
-// ddlStatusQuery reads the sum of the counters above.
+// ddlStatusQuery reads the counters above.
 var ddlStatusQuery = func() string {
 	names := make([]string, len(ddlStatus))
 	for i, n := range ddlStatus {
@@ -31,77 +31,110 @@ var ddlStatusQuery = func() string {
 
 // DDLCounter counts the schema-changing statements the daemon itself runs on
 // one server, so that a reset can tell whether anybody else (a test) changed
-// a schema since the last baseline: the server's own counters moved by more
+// a schema since the last baseline: the server's counters moved by more
 // than the daemon's did.
 //
-// The arithmetic is conservative. A baseline records the server's count G0
-// and Upper() (statements done plus statements of batches in flight); a
-// later check records Lower() (statements of completed batches) before
-// reading the server's count G1. Then (G1-G0) - (Lower-Upper) is never less
-// than the statements others ran in between; failed batches only make it
-// larger. Safe for concurrent use.
+// The daemon's batches of such statements and the reads of the server's
+// counters never overlap (a two-class lock: batches run together, reads run
+// together, but not a batch and a read), so that every read sees each
+// batch either wholly or not at all, and the daemon's count at that moment
+// is exact. Work the daemon cannot count (running a template's migrations)
+// is marked with Unaccounted, and so are failed batches; a check whose
+// window saw either does not trust the counters.
+// Safe for concurrent use.
 type DDLCounter struct {
-	mu       sync.Mutex
-	done     int64 // statements of batches that completed successfully
-	inflight int64 // statements of batches running now
+	mu      sync.Mutex
+	cond    *sync.Cond
+	active  [2]int // holders by class
+	waiting [2]int
+	turn    int   // the class that goes next when both wait
+	done    int64 // statements of batches that completed successfully
+	failed  int64 // batches that failed (their partial count is unknown)
+	unknown int64 // increments when uncountable work starts and ends
 }
 
-// Exec runs query, which holds exactly planned statements counted in
+const (
+	classBatch = 0
+	classRead  = 1
+)
+
+func (c *DDLCounter) lock(class int) {
+	c.mu.Lock()
+	if c.cond == nil {
+		c.cond = sync.NewCond(&c.mu)
+	}
+	other := 1 - class
+	c.waiting[class]++
+	for c.active[other] > 0 || (c.waiting[other] > 0 && c.turn == other) {
+		c.cond.Wait()
+	}
+	c.waiting[class]--
+	c.active[class]++
+	c.mu.Unlock()
+}
+
+func (c *DDLCounter) unlock(class int) {
+	c.mu.Lock()
+	c.active[class]--
+	if c.active[class] == 0 {
+		c.turn = 1 - class
+		if c.cond != nil {
+			c.cond.Broadcast()
+		}
+	}
+	c.mu.Unlock()
+}
+
+// Exec runs query, a batch holding exactly planned statements counted in
 // ddlStatus (and any number of other statements), on db.
 func (c *DDLCounter) Exec(ctx context.Context, db interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, planned int, query string) error {
-	c.mu.Lock()
-	c.inflight += int64(planned)
-	c.mu.Unlock()
+	c.lock(classBatch)
+	defer c.unlock(classBatch)
 	_, err := db.ExecContext(ctx, query)
 	c.mu.Lock()
-	c.inflight -= int64(planned)
 	if err == nil {
 		c.done += int64(planned)
+	} else {
+		c.failed++
 	}
 	c.mu.Unlock()
 	return err
 }
 
-// Query is Exec for a batch whose last statements return rows; fn reads
-// them before the batch counts as done.
-func (c *DDLCounter) Query(ctx context.Context, db queryer, planned int, query string, fn func(*sql.Rows) error) error {
+// Unaccounted runs fn, schema-changing work whose statements cannot be
+// counted (a template's migrations); checks whose window overlaps it do not
+// trust the counters. It does not hold reads back: the work may be long.
+func (c *DDLCounter) Unaccounted(fn func() error) error {
 	c.mu.Lock()
-	c.inflight += int64(planned)
+	c.unknown++
 	c.mu.Unlock()
-	err := func() error {
-		rows, err := db.QueryContext(ctx, query)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if err := fn(rows); err != nil {
-			return err
-		}
-		return rows.Close()
+	defer func() {
+		c.mu.Lock()
+		c.unknown++
+		c.mu.Unlock()
 	}()
+	return fn()
+}
+
+// mark is the daemon's count at the moment of a read of the server's
+// counters.
+type mark struct {
+	own     int64 // statements of completed batches
+	failed  int64 // failed batches so far
+	unknown int64
+}
+
+// observe runs a read of the server's counters with no batch in flight and
+// returns the daemon's count at that moment.
+func (c *DDLCounter) observe(fn func() error) (mark, error) {
+	c.lock(classRead)
+	defer c.unlock(classRead)
 	c.mu.Lock()
-	c.inflight -= int64(planned)
-	if err == nil {
-		c.done += int64(planned)
-	}
+	m := mark{own: c.done, failed: c.failed, unknown: c.unknown}
 	c.mu.Unlock()
-	return err
-}
-
-// Lower returns the statements of batches that completed successfully.
-func (c *DDLCounter) Lower() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.done
-}
-
-// Upper returns Lower plus the statements of batches in flight.
-func (c *DDLCounter) Upper() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.done + c.inflight
+	return m, fn()
 }
 
 type queryer interface {

@@ -52,7 +52,7 @@ type Target struct {
 type Baseline struct {
 	Tables    map[string]TableState
 	ServerDDL int64 // the server's schema-changing statements so far
-	OwnDDL    int64 // DDLCounter.Upper() when ServerDDL was read
+	own       mark  // the daemon's count when ServerDDL was read
 }
 
 // TableState is what the detector reads for one table.
@@ -97,12 +97,11 @@ func TakeBaseline(ctx context.Context, db *sql.DB, flavor testdbd.Flavor, ddl *D
 	}
 	defer conn.Close()
 	rs := &resetter{t: Target{Flavor: flavor, Database: database, DDL: ddl}, conn: conn}
-	var obs observation
-	err = ddl.Query(ctx, conn, 0, rs.detectSQL(), func(rows *sql.Rows) error { return obs.read(rows) })
+	obs, err := rs.observe(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("baseline of %s: %w", database, err)
 	}
-	return &Baseline{Tables: obs.tables, ServerDDL: obs.serverDDL, OwnDDL: ddl.Upper()}, nil
+	return obs.baseline(), nil
 }
 
 type resetter struct {
@@ -124,37 +123,40 @@ func (rs *resetter) run(ctx context.Context) (*Baseline, error) {
 	rs.r.Phases.Sessions = time.Since(phase)
 
 	phase = time.Now()
-	own := t.DDL.Lower()
-	var obs observation
-	if err := t.DDL.Query(ctx, rs.conn, 0, rs.detectSQL(), func(rows *sql.Rows) error { return obs.read(rows) }); err != nil {
+	obs, err := rs.observe(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("detect: %w", err)
 	}
-	why := rs.needsFullCheck(&obs, own)
+	why := rs.needsFullCheck(obs)
 	rs.r.Phases.Detect = time.Since(phase)
 
 	if why != "" {
 		return rs.fullCheck(ctx, why)
 	}
-	dirty := rs.dirtyTables(&obs)
+	dirty := rs.dirtyTables(obs)
 	if len(dirty) == 0 {
-		return &Baseline{Tables: obs.tables, ServerDDL: obs.serverDDL, OwnDDL: t.DDL.Upper()}, nil
+		return obs.baseline(), nil
 	}
 	if t.Strategy == testdbd.StrategyRollback {
-		return rs.rollback(ctx, dirty, &obs)
+		return rs.rollback(ctx, dirty, obs)
 	}
-	return rs.restore(ctx, dirty, &obs, rs.r.Strategy)
+	return rs.restore(ctx, dirty, obs, rs.r.Strategy)
 }
 
 // needsFullCheck says why the fast path cannot be trusted, or "".
-func (rs *resetter) needsFullCheck(obs *observation, own int64) string {
+func (rs *resetter) needsFullCheck(obs *observation) string {
 	t := rs.t
 	switch {
 	case t.Untrusted != "":
 		return "detector preconditions not met: " + t.Untrusted
 	case t.Baseline == nil:
 		return "no baseline for this database"
+	case obs.own.unknown != t.Baseline.own.unknown || obs.own.unknown%2 == 1 || t.Baseline.own.unknown%2 == 1:
+		return "a template was built on this server since the last reset"
+	case obs.own.failed != t.Baseline.own.failed:
+		return "a batch of schema changes by testdbd failed on this server since the last reset"
 	}
-	if foreign := (obs.serverDDL - t.Baseline.ServerDDL) - (own - t.Baseline.OwnDDL); foreign > 0 {
+	if foreign := (obs.serverDDL - t.Baseline.ServerDDL) - (obs.own.own - t.Baseline.own.own); foreign > 0 {
 		return fmt.Sprintf("%d schema-changing statements ran on the server since the last reset that testdbd did not run", foreign)
 	}
 	for _, tbl := range t.Schema.Tables {
@@ -282,15 +284,17 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*mig
 		}
 		ddl += len(triggers)
 	}
-	b.WriteString("SET SESSION FOREIGN_KEY_CHECKS = 1, sql_mode = DEFAULT; SET NAMES utf8mb4;\n")
-	b.WriteString(rs.detectSQL())
-	var after observation
-	err := rs.t.DDL.Query(ctx, rs.conn, ddl, b.String(), func(rows *sql.Rows) error { return after.read(rows) })
-	rs.r.Phases.Restore = time.Since(phase)
+	b.WriteString("SET SESSION FOREIGN_KEY_CHECKS = 1, sql_mode = DEFAULT; SET NAMES utf8mb4")
+	err := rs.t.DDL.Exec(ctx, rs.conn, ddl, b.String())
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", tableNames(restore), err)
 	}
-	return &Baseline{Tables: after.tables, ServerDDL: after.serverDDL, OwnDDL: rs.t.DDL.Upper()}, nil
+	after, err := rs.observe(ctx)
+	rs.r.Phases.Restore = time.Since(phase)
+	if err != nil {
+		return nil, fmt.Errorf("baseline after restore: %w", err)
+	}
+	return after.baseline(), nil
 }
 
 // fullCheck compares every object and every table of the worker with the
@@ -342,17 +346,19 @@ func (rs *resetter) reclone(ctx context.Context, changes []string) (*Baseline, e
 	if err != nil {
 		return nil, err
 	}
-	q = "DROP DATABASE IF EXISTS " + migrations.Quote(rs.t.Database) + ";\n" + q + ";\n" + rs.detectSQL()
-	var after observation
-	err = rs.t.DDL.Query(ctx, rs.conn, ddl+1, q, func(rows *sql.Rows) error { return after.read(rows) })
+	q = "DROP DATABASE IF EXISTS " + migrations.Quote(rs.t.Database) + ";\n" + q
+	if err := rs.t.DDL.Exec(ctx, rs.conn, ddl+1, q); err != nil {
+		return nil, fmt.Errorf("re-create %s: %w", rs.t.Database, err)
+	}
+	after, err := rs.observe(ctx)
 	rs.r.Phases.Schema = time.Since(phase)
 	if err != nil {
-		return nil, fmt.Errorf("re-create %s: %w", rs.t.Database, err)
+		return nil, fmt.Errorf("baseline after re-creating %s: %w", rs.t.Database, err)
 	}
 	for _, tbl := range rs.t.Schema.Tables {
 		rs.r.TablesReset = append(rs.r.TablesReset, tbl.Name)
 	}
-	return &Baseline{Tables: after.tables, ServerDDL: after.serverDDL, OwnDDL: rs.t.DDL.Upper()}, nil
+	return after.baseline(), nil
 }
 
 // schemaChanges lists the objects of worker that differ from the template.
@@ -414,6 +420,27 @@ var brokenDetector func(table string) bool
 type observation struct {
 	tables    map[string]TableState
 	serverDDL int64
+	own       mark
+}
+
+// observe runs the detection query with no schema-changing batch of the
+// daemon in flight on the server.
+func (rs *resetter) observe(ctx context.Context) (*observation, error) {
+	obs := &observation{}
+	own, err := rs.t.DDL.observe(func() error {
+		rows, err := rs.conn.QueryContext(ctx, rs.detectSQL())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		return obs.read(rows)
+	})
+	obs.own = own
+	return obs, err
+}
+
+func (o *observation) baseline() *Baseline {
+	return &Baseline{Tables: o.tables, ServerDDL: o.serverDDL, own: o.own}
 }
 
 // read reads the result sets of a batch that ends with detectSQL: the table
