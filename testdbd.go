@@ -91,6 +91,9 @@ type InstanceInfo struct {
 	DatadirOnTmpfs bool
 	DatadirBytes   int64 // bytes used on the datadir's filesystem
 	MemoryBytes    int64 // resident memory of the server process or container
+	// FootprintBytes is the memory the instance takes from the machine:
+	// resident memory plus its tmpfs data. The memory budget counts it.
+	FootprintBytes int64
 	PID            int
 	Image          string // docker only
 	ContainerID    string // docker only

@@ -215,8 +215,8 @@ type memory struct {
 	used int64
 }
 
-// memoryUsed returns the servers' resident memory plus their datadirs'
-// bytes, measured at most once a second.
+// memoryUsed returns the servers' footprint (resident memory plus tmpfs
+// data), measured at most once a second.
 func (m *Manager) memoryUsed() int64 {
 	m.mem.mu.Lock()
 	defer m.mem.mu.Unlock()
@@ -225,8 +225,7 @@ func (m *Manager) memoryUsed() int64 {
 	}
 	var used int64
 	for _, s := range m.fleet.Servers() {
-		info := s.Info(context.Background())
-		used += info.MemoryBytes + info.DatadirBytes
+		used += s.Info(context.Background()).FootprintBytes
 	}
 	m.mem.used, m.mem.at = used, time.Now()
 	return used

@@ -79,102 +79,110 @@ func loadExample(t *testing.T) migrations.Source {
 // AUTO_INCREMENT above MAX(id)+1) and compares every object, every table's
 // rows and every AUTO_INCREMENT counter.
 func TestCloneEqualsTemplate(t *testing.T) {
-	srv := testenv.Server(t)
-	s, res, err := build(t, srv, "tpl_example", loadExample(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Version != 3 || len(res.Applied) != 3 {
-		t.Errorf("goose version %d, applied %v", res.Version, res.Applied)
-	}
-	if len(s.Views) != 2 || len(s.Triggers) != 2 || len(s.Routines) != 2 || len(s.Events) != 1 {
-		t.Errorf("captured %d views, %d triggers, %d routines, %d events", len(s.Views), len(s.Triggers), len(s.Routines), len(s.Events))
-	}
-	if s.Views[0].Name != "active_users" {
-		t.Errorf("views not in dependency order: %s first", s.Views[0].Name)
-	}
-	posts, _ := s.Table("posts")
-	if !posts.HasTriggers || strings.Join(posts.TriggerTargets, ",") != "audit_log,post_counts" {
-		t.Errorf("posts trigger targets %v", posts.TriggerTargets)
-	}
-	users, _ := s.Table("users")
-	if strings.Join(users.TriggerTargets, ",") != "audit_log" {
-		t.Errorf("users trigger targets %v (through the procedure)", users.TriggerTargets)
-	}
-	comments, _ := s.Table("comments")
-	if comments.AutoIncrement != 3 || comments.Rows != 1 {
-		t.Errorf("comments: AUTO_INCREMENT %d rows %d, want 3 and 1", comments.AutoIncrement, comments.Rows)
-	}
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			srv := testenv.ServerOf(t, p)
+			s, res, err := build(t, srv, "tpl_example", loadExample(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Version != 3 || len(res.Applied) != 3 {
+				t.Errorf("goose version %d, applied %v", res.Version, res.Applied)
+			}
+			if len(s.Views) != 2 || len(s.Triggers) != 2 || len(s.Routines) != 2 || len(s.Events) != 1 {
+				t.Errorf("captured %d views, %d triggers, %d routines, %d events", len(s.Views), len(s.Triggers), len(s.Routines), len(s.Events))
+			}
+			if s.Views[0].Name != "active_users" {
+				t.Errorf("views not in dependency order: %s first", s.Views[0].Name)
+			}
+			posts, _ := s.Table("posts")
+			if !posts.HasTriggers || strings.Join(posts.TriggerTargets, ",") != "audit_log,post_counts" {
+				t.Errorf("posts trigger targets %v", posts.TriggerTargets)
+			}
+			users, _ := s.Table("users")
+			if strings.Join(users.TriggerTargets, ",") != "audit_log" {
+				t.Errorf("users trigger targets %v (through the procedure)", users.TriggerTargets)
+			}
+			comments, _ := s.Table("comments")
+			if comments.AutoIncrement != 3 || comments.Rows != 1 {
+				t.Errorf("comments: AUTO_INCREMENT %d rows %d, want 3 and 1", comments.AutoIncrement, comments.Rows)
+			}
 
-	want := snapshot(t, srv, "tpl_example")
-	if len(want.Objects) != 13 { // 6 tables (goose_db_version too), 2 views, 2 triggers, 2 routines, 1 event
-		t.Fatalf("template snapshot has %d objects, want 13", len(want.Objects))
-	}
-	ctx := context.Background()
-	if err := s.Clone(ctx, srv.DB, &strategies.DDLCounter{}, "w_example"); err != nil {
-		t.Fatal(err)
-	}
-	assertEqual(t, want, snapshot(t, srv, "w_example"))
+			want := snapshot(t, srv, "tpl_example")
+			if len(want.Objects) != 13 { // 6 tables (goose_db_version too), 2 views, 2 triggers, 2 routines, 1 event
+				t.Fatalf("template snapshot has %d objects, want 13", len(want.Objects))
+			}
+			ctx := context.Background()
+			if err := s.Clone(ctx, srv.DB, &strategies.DDLCounter{}, "w_example"); err != nil {
+				t.Fatal(err)
+			}
+			assertEqual(t, want, snapshot(t, srv, "w_example"))
 
-	// The clone's objects work on the clone, not on the template.
-	if _, err := srv.DB.ExecContext(ctx, "INSERT INTO w_example.posts (user_id, title) VALUES (3, 'Third Post')"); err != nil {
-		t.Fatal(err)
+			// The clone's objects work on the clone, not on the template.
+			if _, err := srv.DB.ExecContext(ctx, "INSERT INTO w_example.posts (user_id, title) VALUES (3, 'Third Post')"); err != nil {
+				t.Fatal(err)
+			}
+			var audit, tplAudit, active int
+			_ = srv.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM w_example.audit_log").Scan(&audit)
+			_ = srv.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM tpl_example.audit_log").Scan(&tplAudit)
+			_ = srv.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM w_example.active_user_emails").Scan(&active)
+			if audit != tplAudit+1 || active != 3 {
+				t.Errorf("clone's trigger/view: audit %d (template %d), active users %d", audit, tplAudit, active)
+			}
+			var slug string
+			_ = srv.DB.QueryRowContext(ctx, "SELECT slug FROM w_example.posts WHERE title = 'Third Post'").Scan(&slug)
+			if slug != "third-post" {
+				t.Errorf("generated column: %q", slug)
+			}
+			var n int
+			if err := srv.DB.QueryRowContext(ctx, "SELECT w_example.post_count(3)").Scan(&n); err != nil || n != 1 {
+				t.Errorf("function: %d %v", n, err)
+			}
+			if _, err := srv.DB.ExecContext(ctx, "DELETE FROM w_example.users WHERE id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			_ = srv.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM w_example.comments WHERE post_id = 1").Scan(&n)
+			if n != 0 {
+				t.Errorf("ON DELETE CASCADE did not reach comments in the clone")
+			}
+			assertEqual(t, want, snapshot(t, srv, "tpl_example")) // template untouched
+		})
 	}
-	var audit, tplAudit, active int
-	_ = srv.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM w_example.audit_log").Scan(&audit)
-	_ = srv.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM tpl_example.audit_log").Scan(&tplAudit)
-	_ = srv.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM w_example.active_user_emails").Scan(&active)
-	if audit != tplAudit+1 || active != 3 {
-		t.Errorf("clone's trigger/view: audit %d (template %d), active users %d", audit, tplAudit, active)
-	}
-	var slug string
-	_ = srv.DB.QueryRowContext(ctx, "SELECT slug FROM w_example.posts WHERE title = 'Third Post'").Scan(&slug)
-	if slug != "third-post" {
-		t.Errorf("generated column: %q", slug)
-	}
-	var n int
-	if err := srv.DB.QueryRowContext(ctx, "SELECT w_example.post_count(3)").Scan(&n); err != nil || n != 1 {
-		t.Errorf("function: %d %v", n, err)
-	}
-	if _, err := srv.DB.ExecContext(ctx, "DELETE FROM w_example.users WHERE id = 1"); err != nil {
-		t.Fatal(err)
-	}
-	_ = srv.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM w_example.comments WHERE post_id = 1").Scan(&n)
-	if n != 0 {
-		t.Errorf("ON DELETE CASCADE did not reach comments in the clone")
-	}
-	assertEqual(t, want, snapshot(t, srv, "tpl_example")) // template untouched
 }
 
 // TestStandardWorkload builds the 100-table standard template once and
 // checks 8 clones of it against the template.
 func TestStandardWorkload(t *testing.T) {
-	srv := testenv.Server(t)
-	s, _, err := build(t, srv, "tpl_std", workload.Standard(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Tables) != 101 { // + goose_db_version
-		t.Fatalf("%d tables captured", len(s.Tables))
-	}
-	want := snapshot(t, srv, "tpl_std")
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	start := time.Now()
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.Clone(context.Background(), srv.DB, &strategies.DDLCounter{}, fmt.Sprintf("w_std_%d", i))
-		}()
-	}
-	wg.Wait()
-	t.Logf("8 clones of 100 tables in %v", time.Since(start))
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("clone %d: %v", i, err)
-		}
-		assertEqual(t, want, snapshot(t, srv, fmt.Sprintf("w_std_%d", i)))
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			srv := testenv.ServerOf(t, p)
+			s, _, err := build(t, srv, "tpl_std", workload.Standard(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Tables) != 101 { // + goose_db_version
+				t.Fatalf("%d tables captured", len(s.Tables))
+			}
+			want := snapshot(t, srv, "tpl_std")
+			var wg sync.WaitGroup
+			errs := make([]error, 8)
+			start := time.Now()
+			for i := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = s.Clone(context.Background(), srv.DB, &strategies.DDLCounter{}, fmt.Sprintf("w_std_%d", i))
+				}()
+			}
+			wg.Wait()
+			t.Logf("8 clones of 100 tables in %v", time.Since(start))
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("clone %d: %v", i, err)
+				}
+				assertEqual(t, want, snapshot(t, srv, fmt.Sprintf("w_std_%d", i)))
+			}
+		})
 	}
 }
 

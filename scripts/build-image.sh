@@ -11,7 +11,8 @@
 # changes. Without a reachable Docker engine it says so and does nothing, so
 # that `make test` still runs (the Docker tests then skip).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+cd "$(dirname "$self")/.."
 
 image=${1:-${IMAGE:-testdbd/mariadb:10.11-local}}
 # The redo log size of the seed datadir; must equal instance.InnoDBLogFileBytes.
@@ -25,7 +26,7 @@ fi
 scripts/install-deps.sh server
 
 version=$(dpkg-query -W -f='${Version}' mariadb-server-core)
-key="mariadb-server-core=$version script=$(sha256sum "$0" | cut -c1-16)"
+key="mariadb-server-core=$version script=$(sha256sum "$self" | cut -c1-16)"
 current=$(docker image inspect -f '{{ index .Config.Labels "io.testdbd.image-key" }}' "$image" 2>/dev/null || true)
 if [ "$current" = "$key" ]; then
   echo "build-image: $image is up to date ($key)"

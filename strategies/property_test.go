@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/internal/testenv"
 	"github.com/testdbd/testdbd/strategies"
 )
 
@@ -43,7 +44,13 @@ func TestPropertyResetEqualsTemplate(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per strategy", seed, seed, *propertyN)
-	f := newFixture(t)
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) { propertyRun(t, p, seed) })
+	}
+}
+
+func propertyRun(t *testing.T, p testenv.Provider, seed uint64) {
+	f := newFixture(t, p)
 	for _, s := range testdbd.Strategies {
 		t.Run(s.String(), func(t *testing.T) {
 			f.t = t
@@ -63,6 +70,9 @@ func TestPropertyResetEqualsTemplate(t *testing.T) {
 					t.Fatalf("seed %d workload %d: reset: %v\nworkload:\n%s", seed, i, err, w.log.String())
 				}
 				tg.Baseline = base
+				if os.Getenv("TESTDBD_PROPERTY_SLOW") != "" && rep.Total > 20*time.Millisecond {
+					t.Logf("slow reset %v: %+v", rep.Total, rep.Phases)
+				}
 				if d := f.diff(tg.Database); len(d) > 0 {
 					t.Fatalf("seed %d workload %d: the %s reset left %d differences:\n%s\nreport: %+v\nworkload:\n%s",
 						seed, i, s, len(d), strings.Join(d, "\n"), rep, w.log.String())

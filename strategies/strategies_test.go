@@ -70,9 +70,9 @@ DROP TABLE post_tags;
 DROP TABLE tags;
 `
 
-func newFixture(t testing.TB) *fixture {
+func newFixture(t testing.TB, p testenv.Provider) *fixture {
 	t.Helper()
-	srv := testenv.Server(t)
+	srv := testenv.ServerOf(t, p)
 	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"))
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +124,9 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 	cfg := mysql.NewConfig()
 	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", host+":"+strconv.Itoa(port), user, "pw", name
 	cfg.MultiStatements = true
+	// A second connection blocked by the first one's open transaction gives
+	// up soon instead of after the server's 10 s.
+	cfg.Params = map[string]string{"innodb_lock_wait_timeout": "1", "lock_wait_timeout": "1"}
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		f.t.Fatal(err)
@@ -165,45 +168,53 @@ func mustExec(t testing.TB, db interface {
 }
 
 func TestNothingToDo(t *testing.T) {
-	f := newFixture(t)
-	for _, s := range testdbd.Strategies {
-		tg, _ := f.worker("w_clean_"+s.String(), s)
-		rep := f.reset(tg)
-		if len(rep.TablesReset) != 0 || rep.FallbackReason != "" || rep.Strategy != s {
-			t.Errorf("%s: clean database reset did work: %+v", s, rep)
-		}
-		if rep.TablesTotal != len(f.schema.Tables) {
-			t.Errorf("tables total %d", rep.TablesTotal)
-		}
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			f := newFixture(t, p)
+			for _, s := range testdbd.Strategies {
+				tg, _ := f.worker("w_clean_"+s.String(), s)
+				rep := f.reset(tg)
+				if len(rep.TablesReset) != 0 || rep.FallbackReason != "" || rep.Strategy != s {
+					t.Errorf("%s: clean database reset did work: %+v", s, rep)
+				}
+				if rep.TablesTotal != len(f.schema.Tables) {
+					t.Errorf("tables total %d", rep.TablesTotal)
+				}
+			}
+		})
 	}
 }
 
 // TestEachStrategyRestoresExactly runs one hand-written test of every kind
 // of write per strategy; the randomized property test goes further.
 func TestEachStrategyRestoresExactly(t *testing.T) {
-	f := newFixture(t)
-	for _, s := range testdbd.Strategies {
-		t.Run(s.String(), func(t *testing.T) {
-			f.t = t
-			tg, db := f.worker("w_each_"+s.String(), s)
-			mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'New')") // trigger writes audit_log, post_counts
-			mustExec(t, db, "UPDATE tags SET label = 'Golang' WHERE code = 'go'")
-			mustExec(t, db, "DELETE FROM users WHERE id = 1") // cascades to posts, comments, post_tags; trigger calls a procedure
-			mustExec(t, db, "DELETE FROM categories WHERE id = 2")
-			mustExec(t, db, "BEGIN; INSERT INTO tags VALUES ('tmp', 'x'); ROLLBACK")
-			rep := f.reset(tg)
-			if d := f.diff(tg.Database); len(d) > 0 {
-				t.Fatalf("after reset:\n%s\nreport: %+v", strings.Join(d, "\n"), rep)
-			}
-			if len(rep.TablesReset) < 6 {
-				t.Errorf("tables reset %v", rep.TablesReset)
-			}
-			if s == testdbd.StrategyRollback && rep.FallbackReason == "" {
-				t.Errorf("committed writes under rollback must be reported: %+v", rep)
-			}
-			// The next reset finds nothing.
-			if rep := f.reset(tg); len(rep.TablesReset) != 0 {
-				t.Errorf("second reset restored %v", rep.TablesReset)
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			f := newFixture(t, p)
+			for _, s := range testdbd.Strategies {
+				t.Run(s.String(), func(t *testing.T) {
+					f.t = t
+					tg, db := f.worker("w_each_"+s.String(), s)
+					mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'New')") // trigger writes audit_log, post_counts
+					mustExec(t, db, "UPDATE tags SET label = 'Golang' WHERE code = 'go'")
+					mustExec(t, db, "DELETE FROM users WHERE id = 1") // cascades to posts, comments, post_tags; trigger calls a procedure
+					mustExec(t, db, "DELETE FROM categories WHERE id = 2")
+					mustExec(t, db, "BEGIN; INSERT INTO tags VALUES ('tmp', 'x'); ROLLBACK")
+					rep := f.reset(tg)
+					if d := f.diff(tg.Database); len(d) > 0 {
+						t.Fatalf("after reset:\n%s\nreport: %+v", strings.Join(d, "\n"), rep)
+					}
+					if len(rep.TablesReset) < 6 {
+						t.Errorf("tables reset %v", rep.TablesReset)
+					}
+					if s == testdbd.StrategyRollback && rep.FallbackReason == "" {
+						t.Errorf("committed writes under rollback must be reported: %+v", rep)
+					}
+					// The next reset finds nothing.
+					if rep := f.reset(tg); len(rep.TablesReset) != 0 {
+						t.Errorf("second reset restored %v", rep.TablesReset)
+					}
+				})
 			}
 		})
 	}
@@ -213,116 +224,128 @@ func TestEachStrategyRestoresExactly(t *testing.T) {
 // inserts inside a transaction and rolls back must see the same ids next
 // time, because the rollback strategy rewinds AUTO_INCREMENT.
 func TestRollbackKeepsIDs(t *testing.T) {
-	f := newFixture(t)
-	tg, db := f.worker("w_ids", testdbd.StrategyRollback)
-	ctx := context.Background()
-	run := func() []int64 {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []int64
-		for _, email := range []string{"a@x", "b@x"} {
-			res, err := tx.ExecContext(ctx, "INSERT INTO users (email, name) VALUES (?, 'x')", email)
-			if err != nil {
-				t.Fatal(err)
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			f := newFixture(t, p)
+			tg, db := f.worker("w_ids", testdbd.StrategyRollback)
+			ctx := context.Background()
+			run := func() []int64 {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids []int64
+				for _, email := range []string{"a@x", "b@x"} {
+					res, err := tx.ExecContext(ctx, "INSERT INTO users (email, name) VALUES (?, 'x')", email)
+					if err != nil {
+						t.Fatal(err)
+					}
+					id, _ := res.LastInsertId()
+					ids = append(ids, id)
+				}
+				res, err := tx.ExecContext(ctx, "INSERT INTO posts (user_id, title) VALUES (?, 't')", ids[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				id, _ := res.LastInsertId()
+				ids = append(ids, id)
+				if err := tx.Rollback(); err != nil {
+					t.Fatal(err)
+				}
+				return ids
 			}
-			id, _ := res.LastInsertId()
-			ids = append(ids, id)
-		}
-		res, err := tx.ExecContext(ctx, "INSERT INTO posts (user_id, title) VALUES (?, 't')", ids[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, _ := res.LastInsertId()
-		ids = append(ids, id)
-		if err := tx.Rollback(); err != nil {
-			t.Fatal(err)
-		}
-		return ids
-	}
-	first := run()
-	rep := f.reset(tg)
-	if rep.FallbackReason != "" || rep.Strategy != testdbd.StrategyRollback {
-		t.Errorf("plain rollback fell back: %+v", rep)
-	}
-	second := run()
-	if fmt.Sprint(first) != fmt.Sprint(second) {
-		t.Errorf("ids drifted after a rollback reset: first %v, second %v", first, second)
-	}
-	if first[0] != 4 { // the template has users 1–3
-		t.Errorf("first user id %d, want 4", first[0])
-	}
-	f.reset(tg)
-	if d := f.diff(tg.Database); len(d) > 0 {
-		t.Fatal(strings.Join(d, "\n"))
+			first := run()
+			rep := f.reset(tg)
+			if rep.FallbackReason != "" || rep.Strategy != testdbd.StrategyRollback {
+				t.Errorf("plain rollback fell back: %+v", rep)
+			}
+			second := run()
+			if fmt.Sprint(first) != fmt.Sprint(second) {
+				t.Errorf("ids drifted after a rollback reset: first %v, second %v", first, second)
+			}
+			if first[0] != 4 { // the template has users 1–3
+				t.Errorf("first user id %d, want 4", first[0])
+			}
+			f.reset(tg)
+			if d := f.diff(tg.Database); len(d) > 0 {
+				t.Fatal(strings.Join(d, "\n"))
+			}
+		})
 	}
 }
 
 // TestRollbackEndsOpenSessions leaves a transaction open: the reset ends the
 // session (rolling it back) and the database equals the template.
 func TestRollbackEndsOpenSessions(t *testing.T) {
-	f := newFixture(t)
-	tg, db := f.worker("w_open", testdbd.StrategyRollback)
-	ctx := context.Background()
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, tx, "INSERT INTO users (email, name) VALUES ('open@x', 'x')")
-	mustExec(t, tx, "DELETE FROM posts WHERE id = 1")
-	rep := f.reset(tg)
-	if rep.SessionsEnded < 1 || rep.FallbackReason != "" {
-		t.Errorf("report: %+v", rep)
-	}
-	if d := f.diff(tg.Database); len(d) > 0 {
-		t.Fatal(strings.Join(d, "\n"))
-	}
-	if err := tx.Commit(); err == nil {
-		t.Error("the ended session's transaction could still commit")
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			f := newFixture(t, p)
+			tg, db := f.worker("w_open", testdbd.StrategyRollback)
+			ctx := context.Background()
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, tx, "INSERT INTO users (email, name) VALUES ('open@x', 'x')")
+			mustExec(t, tx, "DELETE FROM posts WHERE id = 1")
+			rep := f.reset(tg)
+			if rep.SessionsEnded < 1 || rep.FallbackReason != "" {
+				t.Errorf("report: %+v", rep)
+			}
+			if d := f.diff(tg.Database); len(d) > 0 {
+				t.Fatal(strings.Join(d, "\n"))
+			}
+			if err := tx.Commit(); err == nil {
+				t.Error("the ended session's transaction could still commit")
+			}
+		})
 	}
 }
 
 // TestSchemaChangesAreUndone covers DDL by a test: every strategy notices
 // and re-creates the database.
 func TestSchemaChangesAreUndone(t *testing.T) {
-	f := newFixture(t)
-	ddl := []string{
-		"TRUNCATE TABLE comments",
-		"ALTER TABLE users ADD COLUMN age INT",
-		"ALTER TABLE users ALTER COLUMN name SET DEFAULT 'anon'",
-		"DROP TABLE post_tags",
-		"CREATE TABLE scratch (id INT)",
-		"DROP TRIGGER posts_after_insert",
-		"CREATE OR REPLACE VIEW active_users AS SELECT id, email, name FROM users",
-		"DROP PROCEDURE log_action",
-		"RENAME TABLE tags TO tags_old",
-		"ANALYZE TABLE users",
-		"DROP DATABASE %s",
-	}
-	for i, stmt := range ddl {
-		s := testdbd.Strategies[i%3]
-		name := fmt.Sprintf("w_ddl_%d", i)
-		tg, db := f.worker(name, s)
-		if strings.Contains(stmt, "%s") {
-			stmt = fmt.Sprintf(stmt, name)
-		}
-		mustExec(t, db, "UPDATE users SET name = 'changed' WHERE id = 2")
-		mustExec(t, db, stmt)
-		rep := f.reset(tg)
-		if d := f.diff(name); len(d) > 0 {
-			t.Errorf("%s (%s): after reset:\n%s", stmt, s, strings.Join(d, "\n"))
-		}
-		if rep.FallbackReason == "" {
-			t.Errorf("%s: no fallback reason in %+v", stmt, rep)
-		}
-		if !strings.HasPrefix(stmt, "ANALYZE") && !strings.HasPrefix(stmt, "TRUNCATE") && len(rep.SchemaChanges) == 0 {
-			t.Errorf("%s: schema change not reported: %+v", stmt, rep)
-		}
-		// Fast path again afterwards.
-		if rep := f.reset(tg); rep.FallbackReason != "" || len(rep.TablesReset) != 0 {
-			t.Errorf("%s: reset after the repair: %+v", stmt, rep)
-		}
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			f := newFixture(t, p)
+			ddl := []string{
+				"TRUNCATE TABLE comments",
+				"ALTER TABLE users ADD COLUMN age INT",
+				"ALTER TABLE users ALTER COLUMN name SET DEFAULT 'anon'",
+				"DROP TABLE post_tags",
+				"CREATE TABLE scratch (id INT)",
+				"DROP TRIGGER posts_after_insert",
+				"CREATE OR REPLACE VIEW active_users AS SELECT id, email, name FROM users",
+				"DROP PROCEDURE log_action",
+				"RENAME TABLE tags TO tags_old",
+				"ANALYZE TABLE users",
+				"DROP DATABASE %s",
+			}
+			for i, stmt := range ddl {
+				s := testdbd.Strategies[i%3]
+				name := fmt.Sprintf("w_ddl_%d", i)
+				tg, db := f.worker(name, s)
+				if strings.Contains(stmt, "%s") {
+					stmt = fmt.Sprintf(stmt, name)
+				}
+				mustExec(t, db, "UPDATE users SET name = 'changed' WHERE id = 2")
+				mustExec(t, db, stmt)
+				rep := f.reset(tg)
+				if d := f.diff(name); len(d) > 0 {
+					t.Errorf("%s (%s): after reset:\n%s", stmt, s, strings.Join(d, "\n"))
+				}
+				if rep.FallbackReason == "" {
+					t.Errorf("%s: no fallback reason in %+v", stmt, rep)
+				}
+				if !strings.HasPrefix(stmt, "ANALYZE") && !strings.HasPrefix(stmt, "TRUNCATE") && len(rep.SchemaChanges) == 0 {
+					t.Errorf("%s: schema change not reported: %+v", stmt, rep)
+				}
+				// Fast path again afterwards.
+				if rep := f.reset(tg); rep.FallbackReason != "" || len(rep.TablesReset) != 0 {
+					t.Errorf("%s: reset after the repair: %+v", stmt, rep)
+				}
+			}
+		})
 	}
 }
 
@@ -330,31 +353,35 @@ func TestSchemaChangesAreUndone(t *testing.T) {
 // statements exactly as the server does: a clone and a restore on a quiet
 // server leave no "foreign" statements.
 func TestOwnDDLIsCounted(t *testing.T) {
-	f := newFixture(t)
-	tg, db := f.worker("w_count", testdbd.StrategyTruncate)
-	mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'x')")
-	rep := f.reset(tg)
-	if rep.FallbackReason != "" {
-		t.Fatalf("first reset fell back: %s", rep.FallbackReason)
-	}
-	tg2, db2 := f.worker("w_count2", testdbd.StrategySnapshot) // a clone between the baseline and the next check
-	mustExec(t, db2, "DELETE FROM users WHERE id = 1")
-	mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'y')")
-	if rep := f.reset(tg2); rep.FallbackReason != "" {
-		t.Errorf("snapshot reset fell back: %s", rep.FallbackReason)
-	}
-	if rep := f.reset(tg); rep.FallbackReason != "" {
-		t.Errorf("own clone counted as foreign DDL: %s", rep.FallbackReason)
-	}
-	// A statement by someone else is seen, and the full check finds this
-	// database clean.
-	mustExec(t, f.srv.DB, "CREATE DATABASE other_scratch")
-	mustExec(t, db, "INSERT INTO tags VALUES ('zz', 'z')")
-	rep = f.reset(tg)
-	if !strings.Contains(rep.FallbackReason, "schema-changing statements") || len(rep.SchemaChanges) != 0 {
-		t.Errorf("foreign DDL: %+v", rep)
-	}
-	if d := f.diff(tg.Database); len(d) > 0 {
-		t.Fatal(strings.Join(d, "\n"))
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			f := newFixture(t, p)
+			tg, db := f.worker("w_count", testdbd.StrategyTruncate)
+			mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'x')")
+			rep := f.reset(tg)
+			if rep.FallbackReason != "" {
+				t.Fatalf("first reset fell back: %s", rep.FallbackReason)
+			}
+			tg2, db2 := f.worker("w_count2", testdbd.StrategySnapshot) // a clone between the baseline and the next check
+			mustExec(t, db2, "DELETE FROM users WHERE id = 1")
+			mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'y')")
+			if rep := f.reset(tg2); rep.FallbackReason != "" {
+				t.Errorf("snapshot reset fell back: %s", rep.FallbackReason)
+			}
+			if rep := f.reset(tg); rep.FallbackReason != "" {
+				t.Errorf("own clone counted as foreign DDL: %s", rep.FallbackReason)
+			}
+			// A statement by someone else is seen, and the full check finds this
+			// database clean.
+			mustExec(t, f.srv.DB, "CREATE DATABASE other_scratch")
+			mustExec(t, db, "INSERT INTO tags VALUES ('zz', 'z')")
+			rep = f.reset(tg)
+			if !strings.Contains(rep.FallbackReason, "schema-changing statements") || len(rep.SchemaChanges) != 0 {
+				t.Errorf("foreign DDL: %+v", rep)
+			}
+			if d := f.diff(tg.Database); len(d) > 0 {
+				t.Fatal(strings.Join(d, "\n"))
+			}
+		})
 	}
 }

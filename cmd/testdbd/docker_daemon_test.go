@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/testdbd/testdbd/instance/docker"
 	"github.com/testdbd/testdbd/internal/testenv"
@@ -61,6 +68,24 @@ type dockerInstanceJSON struct {
 	} `json:"settings"`
 }
 
+// postJSON posts v as JSON to path and decodes the 200 response into out.
+func (p *proc) postJSON(t *testing.T, path string, v, out any) {
+	t.Helper()
+	body, _ := json.Marshal(v)
+	resp, err := http.Post("http://"+p.httpAddr+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("POST %s: %v: %s", path, err, b)
+	}
+}
+
 func (p *proc) dockerInstances(t *testing.T) []dockerInstanceJSON {
 	var list struct {
 		Instances []dockerInstanceJSON `json:"instances"`
@@ -91,6 +116,46 @@ func TestDockerDaemonServesAndStopsCleanly(t *testing.T) {
 	if ids := containersOf(t, state); len(ids) != 1 || ids[0] != in.ContainerID {
 		t.Fatalf("containers of the daemon: %v, want [%s]", ids, in.ContainerID)
 	}
+
+	// A lease's database lives in the container: the lease user writes to
+	// it over TCP, and the server reports the container's tmpfs datadir.
+	var tpl struct {
+		State string `json:"state"`
+		Error string `json:"error"`
+	}
+	d.postJSON(t, "/v1/templates", map[string]any{"name": "dk", "migrations": []map[string]string{{
+		"name": "00001_init.sql", "content": "-- +goose Up\nCREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v TEXT);\n",
+	}}}, &tpl)
+	if tpl.State != "TEMPLATE_STATE_READY" {
+		t.Fatalf("template: %+v", tpl)
+	}
+	var ls struct {
+		ID         string `json:"id"`
+		DSN        string `json:"dsn"`
+		InstanceID string `json:"instance_id"`
+	}
+	d.postJSON(t, "/v1/leases", map[string]any{"template": "dk", "strategy": "STRATEGY_TRUNCATE"}, &ls)
+	if ls.InstanceID != in.ID {
+		t.Errorf("lease on instance %q, want the container's %q", ls.InstanceID, in.ID)
+	}
+	cfg, err := mysql.ParseDSN(ls.DSN)
+	if err != nil {
+		t.Fatalf("lease dsn %q: %v", ls.DSN, err)
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	var datadir string
+	if _, err := db.Exec("INSERT INTO t (v) VALUES ('x')"); err != nil {
+		t.Fatalf("lease user writes: %v", err)
+	}
+	if err := db.QueryRow("SELECT @@datadir").Scan(&datadir); err != nil || strings.TrimSuffix(datadir, "/") != docker.Datadir {
+		t.Errorf("lease's server datadir %q (%v), want the container's %s", datadir, err, docker.Datadir)
+	}
+	db.Close()
 
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -231,11 +231,11 @@ func openProvider(ctx context.Context, cfg serveConfig, log *slog.Logger) (testd
 	}
 	switch strings.ToLower(cfg.Provider) {
 	case "native":
-		return native.New(ctx, ncfg)
+		return openNative(ctx, ncfg)
 	case "auto":
 		if _, err := native.FindBinary(cfg.Mysqld); err == nil {
 			log.Info("--provider auto picked native: a server binary is installed")
-			return native.New(ctx, ncfg)
+			return openNative(ctx, ncfg)
 		}
 		log.Info("--provider auto picked docker: no mariadbd or mysqld is installed", "image", cfg.Image)
 		p, err := openDocker(ctx, cfg, log)
@@ -249,6 +249,16 @@ func openProvider(ctx context.Context, cfg serveConfig, log *slog.Logger) (testd
 	return nil, fmt.Errorf("--provider %q: use auto, native or docker", cfg.Provider)
 }
 
+// openNative starts the native provider. A failed start returns a nil
+// interface, not an interface holding a nil *native.Provider.
+func openNative(ctx context.Context, cfg native.Config) (testdbd.Provider, error) {
+	p, err := native.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // openDocker starts the Docker provider. Ryuk, testcontainers' reaper, runs
 // from an image no registry here serves, so it is disabled unless the
 // environment says otherwise; the provider removes its own containers.
@@ -259,9 +269,13 @@ func openDocker(ctx context.Context, cfg serveConfig, log *slog.Logger) (testdbd
 		}
 	}
 	docker.SetLibraryLogger(log)
-	return docker.New(ctx, docker.Config{
+	p, err := docker.New(ctx, docker.Config{
 		StateDir: cfg.StateDir, Image: cfg.Image, TmpfsBytes: int64(cfg.TmpfsSize), Logger: log,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // Close stops serving, then stops every server and removes their files.

@@ -35,7 +35,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -48,6 +47,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/instance"
 )
 
 // DefaultImage is the image `make image` builds from the host's MariaDB
@@ -156,7 +156,7 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	if p.lock, err = lockStateDir(abs); err != nil {
+	if p.lock, err = instance.LockStateDir(abs); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -180,7 +180,7 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 		return nil, fmt.Errorf("docker provider: inspect image %s: %w", cfg.Image, err)
 	}
 	p.ownsNet = !p.networkExists(ctx, reaperNetwork)
-	if err := p.sweep(ctx); err != nil {
+	if err := p.sweep(ctx, "removed a container left by a previous daemon"); err != nil {
 		return nil, err
 	}
 	if p.engine, err = p.detectEngine(ctx); err != nil {
@@ -208,6 +208,9 @@ func (p *Provider) Owner() string { return p.owner }
 // fallback network if the provider caused its creation, and releases the
 // state directory.
 func (p *Provider) Close(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	if p.closed && p.lock == nil {
 		p.mu.Unlock()
@@ -233,7 +236,7 @@ func (p *Provider) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	// Containers of starts still in flight, or whose removal failed above.
-	errs = append(errs, p.sweep(ctx))
+	errs = append(errs, p.sweep(ctx, "removed a container left at shutdown"))
 	if p.ownsNet {
 		p.removeNetwork(ctx, reaperNetwork)
 	}
@@ -276,7 +279,7 @@ func (p *Provider) labels(instance string) map[string]string {
 // sweep removes every container labelled with this provider's owner: at
 // start those a killed daemon left, at Close whatever remains. Containers of
 // other state directories carry another owner and are never touched.
-func (p *Provider) sweep(ctx context.Context) error {
+func (p *Provider) sweep(ctx context.Context, msg string) error {
 	list, err := p.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", LabelOwner+"="+p.owner),
@@ -291,7 +294,7 @@ func (p *Provider) sweep(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
 			continue
 		}
-		p.log.Info("removed a container left by a previous daemon", "container", shortID(c.ID),
+		p.log.Info(msg, "container", shortID(c.ID),
 			"instance", c.Labels[LabelInstance], "state", c.State)
 	}
 	return errors.Join(errs...)
@@ -421,26 +424,6 @@ func networkMode(mode string) testcontainers.CustomizeRequestOption {
 			}
 		}).Customize(req)
 	}
-}
-
-// lockStateDir takes an exclusive flock on dir/lock (the same lock the
-// native provider takes); the kernel releases it when the process dies,
-// however it dies.
-func lockStateDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open state directory lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		owner, _ := os.ReadFile(f.Name())
-		f.Close()
-		return nil, testdbd.Errorf(testdbd.EConflict,
-			"state directory %s is in use by another testdbd (pid %s): stop it or choose another --state-dir",
-			dir, strings.TrimSpace(string(owner)))
-	}
-	_ = f.Truncate(0)
-	_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
-	return f, nil
 }
 
 func randomHex(n int) string {

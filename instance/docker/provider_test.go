@@ -16,6 +16,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/go-sql-driver/mysql"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 
@@ -484,4 +485,65 @@ func TestErrors(t *testing.T) {
 			t.Errorf("no state dir: %v", err)
 		}
 	})
+}
+
+// TestOfficialImageLayout runs an image laid out like the official mysql and
+// mariadb images (an entrypoint script, CMD, EXPOSE 3306 33060, VOLUME
+// /var/lib/mysql, a non-root USER, no seed), made from the local image since
+// the official ones cannot be pulled here. testdbd's own start command must
+// replace the entrypoint, run as root, initialize the datadir with
+// mariadb-install-db, and leave no anonymous volume behind.
+func TestOfficialImageLayout(t *testing.T) {
+	needEngine(t)
+	ctx := context.Background()
+	created, err := engine.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config:     &container.Config{Image: image},
+		HostConfig: &container.HostConfig{NetworkMode: "none"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
+	ref := "testdbd/official-layout:test-" + strconv.Itoa(os.Getpid())
+	_, err = engine.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: ref, Changes: []string{
+		`ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]`, `CMD ["mariadbd"]`,
+		`EXPOSE 3306 33060`, `VOLUME /var/lib/mysql`, `USER mysql`,
+	}})
+	if err != nil {
+		t.Fatalf("commit an official-like image: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = engine.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	})
+	volumes := func() int {
+		list, err := engine.VolumeList(ctx, client.VolumeListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	before := volumes()
+
+	cfg := config(t)
+	cfg.Image, cfg.NoSeed = ref, true
+	p := newProvider(t, cfg)
+	f := instance.NewFleet(p, instance.FleetConfig{MaxInstances: 1, Logger: testenv.Logger(t)})
+	s, err := f.Start(ctx)
+	if err != nil {
+		t.Fatalf("fleet start: %v", err)
+	}
+	info := s.Info(ctx)
+	if bad := instance.Mismatched(info.Settings); len(bad) > 0 || !info.DatadirOnTmpfs {
+		t.Errorf("settings not taken %v, datadir on tmpfs %v", bad, info.DatadirOnTmpfs)
+	}
+	var user string
+	if err := s.DB.QueryRow("SELECT CURRENT_USER()").Scan(&user); err != nil {
+		t.Fatalf("admin: %v", err)
+	}
+	if err := f.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := volumes(); after != before {
+		t.Errorf("%d volumes before, %d after: an anonymous volume was left for /var/lib/mysql", before, after)
+	}
 }

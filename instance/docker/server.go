@@ -333,6 +333,7 @@ func (s *Server) Info(ctx context.Context) testdbd.InstanceInfo {
 	}
 	info.DatadirBytes = datadirBytes(info.PID)
 	info.MemoryBytes = s.memory(ctx)
+	info.FootprintBytes = info.MemoryBytes // the container's memory counts its tmpfs pages
 	return info
 }
 

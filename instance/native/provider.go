@@ -25,11 +25,10 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/instance"
 )
 
 // DefaultTmpfsBytes is the size of each instance's tmpfs mount.
@@ -103,7 +102,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if err := os.MkdirAll(filepath.Join(abs, "instances"), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	if p.lock, err = lockStateDir(abs); err != nil {
+	if p.lock, err = instance.LockStateDir(abs); err != nil {
 		return nil, err
 	}
 	if err := p.sweep(ctx); err != nil {
@@ -183,25 +182,6 @@ func DetectEngine(ctx context.Context, binary string) (testdbd.Engine, error) {
 		return testdbd.Engine{}, fmt.Errorf("detect engine of %s: %w", binary, err)
 	}
 	return e, nil
-}
-
-// lockStateDir takes an exclusive flock on dir/lock; the kernel releases it
-// when the process dies, however it dies.
-func lockStateDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open state directory lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		owner, _ := os.ReadFile(f.Name())
-		f.Close()
-		return nil, testdbd.Errorf(testdbd.EConflict,
-			"state directory %s is in use by another testdbd (pid %s): stop it or choose another --state-dir",
-			dir, strings.TrimSpace(string(owner)))
-	}
-	_ = f.Truncate(0)
-	_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
-	return f, nil
 }
 
 func isRoot() bool { return os.Geteuid() == 0 }

@@ -242,6 +242,10 @@ func (s *Server) Info(ctx context.Context) testdbd.InstanceInfo {
 		info.PID = s.cmd.Process.Pid
 		info.MemoryBytes = rss(info.PID)
 	}
+	info.FootprintBytes = info.MemoryBytes
+	if onTmpfs {
+		info.FootprintBytes += info.DatadirBytes
+	}
 	s.mu.Lock()
 	info.Settings = append([]testdbd.Setting(nil), s.settings...)
 	stopping := s.stopping

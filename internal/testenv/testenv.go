@@ -18,6 +18,9 @@ import (
 	"github.com/testdbd/testdbd/instance/native"
 )
 
+// timeout bounds starting and stopping servers in tests.
+const timeout = 2 * time.Minute
+
 var (
 	pristineOnce sync.Once
 	pristineDir  string
