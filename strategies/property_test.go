@@ -59,7 +59,7 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64) {
 			b := reopenAs(t, a) // a second client of the same lease
 			stats := map[string]int{}
 			for i := 0; i < *propertyN; i++ {
-				w := &workload{rng: rng, a: a, b: b, strategy: s, direct: map[string]bool{}}
+				w := &randomWorkload{rng: rng, a: a, b: b, strategy: s, direct: map[string]bool{}}
 				w.run(t)
 				if *propertyBreak == "cascades" {
 					strategies.BreakDetector(func(table string) bool { return !w.direct[table] })
@@ -109,8 +109,8 @@ func reopenAs(t *testing.T, db *sql.DB) *sql.DB {
 	return b
 }
 
-// workload is one random test.
-type workload struct {
+// randomWorkload is one random test.
+type randomWorkload struct {
 	rng        *rand.Rand
 	a, b       *sql.DB
 	strategy   testdbd.Strategy
@@ -122,7 +122,7 @@ type workload struct {
 
 // exec runs one statement, logging it; errors (foreign keys, duplicates)
 // are part of the workload.
-func (w *workload) exec(ctx context.Context, db interface {
+func (w *randomWorkload) exec(ctx context.Context, db interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, who, q string) {
 	w.statements++
@@ -140,10 +140,10 @@ func (w *workload) exec(ctx context.Context, db interface {
 	w.log.WriteString("\n")
 }
 
-func (w *workload) n(k int) int { return w.rng.IntN(k) }
+func (w *randomWorkload) n(k int) int { return w.rng.IntN(k) }
 
 // statement returns a random DML statement.
-func (w *workload) statement() string {
+func (w *randomWorkload) statement() string {
 	id := func() int { return 1 + w.n(12) }
 	word := func() string { return fmt.Sprintf("w%d", w.n(1000)) }
 	switch w.n(17) {
@@ -185,7 +185,7 @@ func (w *workload) statement() string {
 }
 
 // ddl returns a random schema-changing statement.
-func (w *workload) ddl() string {
+func (w *randomWorkload) ddl() string {
 	stmts := []string{
 		"TRUNCATE TABLE comments",
 		"ALTER TABLE users ADD COLUMN extra INT",
@@ -206,7 +206,7 @@ func (w *workload) ddl() string {
 	return stmts[w.n(len(stmts))]
 }
 
-func (w *workload) run(t *testing.T) {
+func (w *randomWorkload) run(t *testing.T) {
 	ctx := context.Background()
 	conn, err := w.a.Conn(ctx)
 	if err != nil {

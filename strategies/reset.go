@@ -60,6 +60,9 @@ type TableState struct {
 	ID       int64 // InnoDB table id: changes on TRUNCATE and table rebuilds
 	Modified int64 // MODIFIED_COUNTER: rows written, rolled back or cascaded
 	AutoInc  int64 // next AUTO_INCREMENT value (0: none)
+	// Unknown marks a table the last reset restored: its counters were not
+	// read afterwards, so the next reset compares its content instead.
+	Unknown bool
 }
 
 // Reset brings t.Database back to the template by t.Strategy and returns the
@@ -108,6 +111,7 @@ type resetter struct {
 	t    Target
 	conn *sql.Conn
 	r    *testdbd.ResetReport
+	obs  *observation // what detection read
 }
 
 func (rs *resetter) run(ctx context.Context) (*Baseline, error) {
@@ -127,20 +131,31 @@ func (rs *resetter) run(ctx context.Context) (*Baseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("detect: %w", err)
 	}
+	rs.obs = obs
 	why := rs.needsFullCheck(obs)
 	rs.r.Phases.Detect = time.Since(phase)
 
 	if why != "" {
 		return rs.fullCheck(ctx, why)
 	}
-	dirty := rs.dirtyTables(obs)
-	if len(dirty) == 0 {
-		return obs.baseline(), nil
-	}
+	changed, unsure := rs.candidates(obs)
 	if t.Strategy == testdbd.StrategyRollback {
-		return rs.rollback(ctx, dirty, obs)
+		return rs.rollback(ctx, append(changed, unsure...), obs)
 	}
-	return rs.restore(ctx, dirty, obs, rs.r.Strategy)
+	restore := changed
+	if len(unsure) > 0 {
+		phase := time.Now()
+		differ, err := rs.differing(ctx, unsure, obs)
+		if err != nil {
+			return nil, err
+		}
+		restore = append(restore, differ...)
+		rs.r.Phases.Verify = time.Since(phase)
+	}
+	if len(restore) == 0 {
+		return rs.baselineAfter(nil), nil
+	}
+	return rs.restoreAndRewind(ctx, restore, nil, obs, rs.r.Strategy)
 }
 
 // needsFullCheck says why the fast path cannot be trusted, or "".
@@ -164,7 +179,9 @@ func (rs *resetter) needsFullCheck(obs *observation) string {
 		if !ok {
 			return "table " + tbl.Name + " is gone or was evicted from InnoDB's cache"
 		}
-		if base, ok := t.Baseline.Tables[tbl.Name]; !ok || base.ID != cur.ID {
+		// A table the last reset restored may have a new id (TRUNCATE);
+		// a test's TRUNCATE or ALTER of it shows in the DDL counters.
+		if base, ok := t.Baseline.Tables[tbl.Name]; !ok || (!base.Unknown && base.ID != cur.ID) {
 			return "table " + tbl.Name + " was rebuilt (TRUNCATE or ALTER)"
 		}
 	}
@@ -178,36 +195,80 @@ func (rs *resetter) needsFullCheck(obs *observation) string {
 	return ""
 }
 
-// dirtyTables lists the tables whose counters moved since the baseline.
-func (rs *resetter) dirtyTables(obs *observation) []*migrations.Table {
-	var dirty []*migrations.Table
+// candidates splits the tables that may differ from the template: changed
+// ones, whose counters moved since the baseline, and unsure ones, restored
+// by the previous reset (their counters after a restore are not read, to
+// save a query; their content is checked instead).
+func (rs *resetter) candidates(obs *observation) (changed, unsure []*migrations.Table) {
 	for _, tbl := range rs.t.Schema.Tables {
-		if brokenDetector != nil && brokenDetector(tbl.Name) {
-			continue
-		}
-		if obs.tables[tbl.Name] != rs.t.Baseline.Tables[tbl.Name] {
-			dirty = append(dirty, tbl)
+		base := rs.t.Baseline.Tables[tbl.Name]
+		switch {
+		case base.Unknown:
+			unsure = append(unsure, tbl)
+		case brokenDetector != nil && brokenDetector(tbl.Name):
+		case obs.tables[tbl.Name] != base:
+			changed = append(changed, tbl)
 		}
 	}
-	return dirty
+	return changed, unsure
 }
 
-// rollback: the client rolled back (or its sessions were just ended, which
-// rolls back). Check with CHECKSUM TABLE that nothing was committed to the
-// tables whose counters moved, restore the ones that differ, and rewind the
-// AUTO_INCREMENT counters that moved.
-func (rs *resetter) rollback(ctx context.Context, dirty []*migrations.Table, obs *observation) (*Baseline, error) {
-	phase := time.Now()
-	names := make([]string, len(dirty))
-	for i, tbl := range dirty {
+// differing returns the tables whose rows (CHECKSUM TABLE) or next
+// AUTO_INCREMENT value differ from the template's.
+func (rs *resetter) differing(ctx context.Context, tables []*migrations.Table, obs *observation) ([]*migrations.Table, error) {
+	sums, err := rs.checksums(ctx, tables)
+	if err != nil {
+		return nil, err
+	}
+	var out []*migrations.Table
+	for _, tbl := range tables {
+		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum || obs.tables[tbl.Name].AutoInc != tbl.AutoIncrement {
+			out = append(out, tbl)
+		}
+	}
+	return out, nil
+}
+
+func (rs *resetter) checksums(ctx context.Context, tables []*migrations.Table) (map[string]int64, error) {
+	names := make([]string, len(tables))
+	for i, tbl := range tables {
 		names[i] = migrations.Quote(rs.t.Database) + "." + migrations.Quote(tbl.Name)
 	}
 	sums, err := checksums(ctx, rs.conn, "CHECKSUM TABLE "+strings.Join(names, ", "))
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
+	return sums, nil
+}
+
+// baselineAfter is the baseline after restoring tables: the counters
+// detection read, with the restored tables marked unsure. Sessions were
+// ended before detection, so nothing else changed since.
+func (rs *resetter) baselineAfter(restored []*migrations.Table) *Baseline {
+	b := rs.obs.baseline()
+	for _, tbl := range restored {
+		st := b.Tables[tbl.Name]
+		st.Unknown = true
+		b.Tables[tbl.Name] = st
+	}
+	return b
+}
+
+// rollback: the client rolled back (or its sessions were just ended, which
+// rolls back). Check with CHECKSUM TABLE that nothing was committed to the
+// candidate tables, restore the ones that differ, and rewind the
+// AUTO_INCREMENT counters that moved.
+func (rs *resetter) rollback(ctx context.Context, candidates []*migrations.Table, obs *observation) (*Baseline, error) {
+	if len(candidates) == 0 {
+		return rs.baselineAfter(nil), nil
+	}
+	phase := time.Now()
+	sums, err := rs.checksums(ctx, candidates)
+	if err != nil {
+		return nil, err
+	}
 	var committed, rewind []*migrations.Table
-	for _, tbl := range dirty {
+	for _, tbl := range candidates {
 		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum {
 			committed = append(committed, tbl)
 		} else if obs.tables[tbl.Name].AutoInc != tbl.AutoIncrement {
@@ -219,6 +280,9 @@ func (rs *resetter) rollback(ctx context.Context, dirty []*migrations.Table, obs
 		rs.r.Strategy = testdbd.StrategySnapshot
 		rs.r.FallbackReason = "writes were committed to " + tableNames(committed) +
 			" (an explicit COMMIT, an implicit commit by DDL, or a second connection); restored them from the template"
+	}
+	if len(committed)+len(rewind) == 0 {
+		return rs.baselineAfter(nil), nil
 	}
 	return rs.restoreAndRewind(ctx, committed, rewind, obs, testdbd.StrategySnapshot)
 }
@@ -286,15 +350,11 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*mig
 	}
 	b.WriteString("SET SESSION FOREIGN_KEY_CHECKS = 1, sql_mode = DEFAULT; SET NAMES utf8mb4")
 	err := rs.t.DDL.Exec(ctx, rs.conn, ddl, b.String())
+	rs.r.Phases.Restore = time.Since(phase)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", tableNames(restore), err)
 	}
-	after, err := rs.observe(ctx)
-	rs.r.Phases.Restore = time.Since(phase)
-	if err != nil {
-		return nil, fmt.Errorf("baseline after restore: %w", err)
-	}
-	return after.baseline(), nil
+	return rs.baselineAfter(append(restore, rewind...)), nil
 }
 
 // fullCheck compares every object and every table of the worker with the
@@ -350,7 +410,7 @@ func (rs *resetter) reclone(ctx context.Context, changes []string) (*Baseline, e
 	if err := rs.t.DDL.Exec(ctx, rs.conn, ddl+1, q); err != nil {
 		return nil, fmt.Errorf("re-create %s: %w", rs.t.Database, err)
 	}
-	after, err := rs.observe(ctx)
+	base, err := rs.rebaseline(ctx)
 	rs.r.Phases.Schema = time.Since(phase)
 	if err != nil {
 		return nil, fmt.Errorf("baseline after re-creating %s: %w", rs.t.Database, err)
@@ -358,7 +418,7 @@ func (rs *resetter) reclone(ctx context.Context, changes []string) (*Baseline, e
 	for _, tbl := range rs.t.Schema.Tables {
 		rs.r.TablesReset = append(rs.r.TablesReset, tbl.Name)
 	}
-	return after.baseline(), nil
+	return base, nil
 }
 
 // schemaChanges lists the objects of worker that differ from the template.
@@ -439,6 +499,26 @@ func (rs *resetter) observe(ctx context.Context) (*observation, error) {
 	return obs, err
 }
 
+// rebaseline reads the table states after a restore. The server's DDL count
+// is the one detection read, before the restore: an earlier count only
+// makes the next check count more statements as others', never fewer, and
+// the daemon's own statements since then are counted on both sides.
+func (rs *resetter) rebaseline(ctx context.Context) (*Baseline, error) {
+	rows, err := rs.conn.QueryContext(ctx, rs.tablesSQL())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	after := &observation{tables: map[string]TableState{}}
+	if err := after.readTables(rows); err != nil {
+		return nil, err
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	return &Baseline{Tables: after.tables, ServerDDL: rs.obs.serverDDL, own: rs.obs.own}, nil
+}
+
 func (o *observation) baseline() *Baseline {
 	return &Baseline{Tables: o.tables, ServerDDL: o.serverDDL, own: o.own}
 }
@@ -448,57 +528,55 @@ func (o *observation) baseline() *Baseline {
 // statements before) are skipped.
 func (o *observation) read(rows *sql.Rows) error {
 	o.tables = map[string]TableState{}
-	set := 0
-	for {
-		cols, err := rows.Columns()
-		if err != nil {
-			return err
-		}
-		if len(cols) > 0 {
-			for rows.Next() {
-				switch set {
-				case 0:
-					var name string
-					var st TableState
-					if err := rows.Scan(&name, &st.ID, &st.Modified, &st.AutoInc); err != nil {
-						return err
-					}
-					if i := strings.Index(name, "#P#"); i >= 0 { // a partition
-						name = name[:i]
-						prev := o.tables[name]
-						st.Modified += prev.Modified
-						st.ID = max(st.ID, prev.ID)
-						st.AutoInc = max(st.AutoInc, prev.AutoInc)
-					} else if i := strings.Index(name, "#p#"); i >= 0 {
-						name = name[:i]
-					}
-					o.tables[name] = st
-				default:
-					var name, value string
-					if err := rows.Scan(&name, &value); err != nil {
-						return err
-					}
-					n, _ := strconv.ParseInt(value, 10, 64)
-					o.serverDDL += n
-				}
-			}
-			set++
-		}
+	if err := o.readTables(rows); err != nil {
+		return err
+	}
+	if !rows.NextResultSet() {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if !rows.NextResultSet() {
-			break
-		}
+		return errors.New("detection returned no DDL counters")
 	}
-	if set < 2 {
-		return errors.New("detection returned fewer result sets than expected")
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return err
+		}
+		n, _ := strconv.ParseInt(value, 10, 64)
+		o.serverDDL += n
+	}
+	return rows.Err()
+}
+
+// readTables reads the table states of the current result set.
+func (o *observation) readTables(rows *sql.Rows) error {
+	for rows.Next() {
+		var name string
+		var st TableState
+		if err := rows.Scan(&name, &st.ID, &st.Modified, &st.AutoInc); err != nil {
+			return err
+		}
+		if i := strings.Index(name, "#P#"); i >= 0 { // a partition
+			name = name[:i]
+			prev := o.tables[name]
+			st.Modified += prev.Modified
+			st.ID = max(st.ID, prev.ID)
+			st.AutoInc = max(st.AutoInc, prev.AutoInc)
+		} else if i := strings.Index(name, "#p#"); i >= 0 {
+			name = name[:i]
+		}
+		o.tables[name] = st
 	}
 	return rows.Err()
 }
 
 // detectSQL reads the worker's table states and the server's DDL counters.
 func (rs *resetter) detectSQL() string {
+	return rs.tablesSQL() + ";\n" + ddlStatusQuery
+}
+
+// tablesSQL reads the worker's table states: InnoDB's per-table counters.
+func (rs *resetter) tablesSQL() string {
 	view := "INNODB_SYS_TABLESTATS"
 	if rs.t.Flavor == testdbd.MySQL {
 		view = "INNODB_TABLESTATS"
@@ -506,8 +584,8 @@ func (rs *resetter) detectSQL() string {
 	// Table names come filename-encoded (e.g. "my@002dtable"); the filename
 	// character set decodes them.
 	return fmt.Sprintf("SELECT CONVERT(CAST(SUBSTRING(NAME, %d) AS BINARY) USING filename), TABLE_ID, MODIFIED_COUNTER, AUTOINC "+
-		"FROM information_schema.%s WHERE NAME LIKE '%s/%%';\n%s",
-		len(rs.t.Database)+2, view, likeEscape(rs.t.Database), ddlStatusQuery)
+		"FROM information_schema.%s WHERE NAME LIKE '%s/%%'",
+		len(rs.t.Database)+2, view, likeEscape(rs.t.Database))
 }
 
 // likeEscape escapes a database name (letters, digits, underscores: generated
