@@ -45,6 +45,7 @@ type serveConfig struct {
 	TmpfsSize         byteSize
 	BufferPool        byteSize
 	PoolSize          int
+	PoolIdle          time.Duration
 	Clones            int
 	Strategy          string
 	DefaultTTL        time.Duration
@@ -78,6 +79,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	cfg.BufferPool = byteSize(instance.DefaultConfig.BufferPoolBytes)
 	fs.Var(&cfg.BufferPool, "buffer-pool", "innodb_buffer_pool_size of each server")
 	fs.IntVar(&cfg.PoolSize, "pool-size", lease.DefaultPoolSize, "ready worker databases kept per template (a template's pool_size overrides it)")
+	fs.DurationVar(&cfg.PoolIdle, "pool-idle", lease.DefaultIdleTrim, "idle time after which ready databases beyond a pool's target are dropped")
 	fs.IntVar(&cfg.Clones, "clones", lease.DefaultClones, "worker databases created in parallel in the background")
 	fs.StringVar(&cfg.Strategy, "strategy", "snapshot", "default reset strategy: truncate, snapshot or rollback")
 	fs.DurationVar(&cfg.DefaultTTL, "lease-ttl", lease.DefaultTTL, "lease time to live when the request gives none")
@@ -207,7 +209,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	}
 	manager = lease.New(lease.Config{
 		Fleet: d.fleet, MaxDatabases: cfg.MaxDatabases, MaxDBsPerInstance: cfg.MaxDBsPerInstance,
-		MemoryBudget: int64(cfg.MemoryBudget), PoolSize: cfg.PoolSize, Clones: cfg.Clones,
+		MemoryBudget: int64(cfg.MemoryBudget), PoolSize: cfg.PoolSize, IdleTrim: cfg.PoolIdle, Clones: cfg.Clones,
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait,
 		DefaultStrategy: strategy, Registerer: reg, Logger: log,
 	})
