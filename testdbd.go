@@ -101,7 +101,9 @@ type InstanceInfo struct {
 	Err            string // why the instance failed
 	StartedAt      time.Time
 	StartupTime    time.Duration
-	Settings       []Setting
+	// Settings are the settings asked for and read back from the running
+	// server (filled in by instance.Server.Info, not by providers).
+	Settings []Setting
 }
 
 // Instance is one running MySQL-compatible server. Implementations are safe
@@ -118,8 +120,6 @@ type Instance interface {
 	Engine() Engine
 	// Client is the TCP address handed to leases.
 	Client() (host string, port int)
-	// SetSettings records the settings read back from the running server.
-	SetSettings([]Setting)
 	// Done is closed when the server process has exited, for whatever reason.
 	Done() <-chan struct{}
 	// Err says why the server exited, once Done is closed.

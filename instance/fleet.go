@@ -52,6 +52,8 @@ type Server struct {
 	DB *sql.DB
 	// Flavor is the server's engine flavor.
 	Flavor testdbd.Flavor
+	// Settings were asked for and read back when the server started.
+	Settings []testdbd.Setting
 
 	fleet    *Fleet
 	stopped  chan struct{} // closed when the fleet stops the server on purpose
@@ -127,7 +129,7 @@ func (f *Fleet) start(ctx context.Context) (*Server, error) {
 	if err == nil {
 		var st []testdbd.Setting
 		if st, err = ReadSettings(ctx, s.DB, flavor, f.cfg.Settings); err == nil {
-			inst.SetSettings(st)
+			s.Settings = st
 			if bad := Mismatched(st); len(bad) > 0 {
 				f.log.Warn("server runs with settings other than those asked for", "instance", inst.ID(), "settings", bad)
 			}
@@ -258,6 +260,13 @@ func (f *Fleet) Close(ctx context.Context) error {
 	}
 	f.wg.Wait()
 	return errors.Join(errs...)
+}
+
+// Info is the instance's description with the settings read back.
+func (s *Server) Info(ctx context.Context) testdbd.InstanceInfo {
+	info := s.Instance.Info(ctx)
+	info.Settings = s.Settings
+	return info
 }
 
 // Describe returns the server's description with the number of databases on

@@ -214,7 +214,7 @@ func (m *Manager) adoptLocked(s *instance.Server) *server {
 		return st
 	}
 	st := &server{srv: s, ddl: &strategies.DDLCounter{}, tdc: instance.DefaultConfig.TableCacheSize()}
-	for _, set := range s.Info(context.Background()).Settings {
+	for _, set := range s.Settings {
 		switch {
 		case set.Name == "table_definition_cache":
 			fmt.Sscan(set.Actual, &st.tdc)

@@ -223,7 +223,7 @@ func (s *Schema) captureContents(ctx context.Context, conn *sql.Conn) error {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		sums, err := checksums(ctx, conn, "CHECKSUM TABLE "+strings.Join(names, ", "))
+		sums, err := Checksums(ctx, conn, "CHECKSUM TABLE "+strings.Join(names, ", "))
 		if err != nil {
 			return err
 		}
@@ -248,9 +248,9 @@ func (s *Schema) captureContents(ctx context.Context, conn *sql.Conn) error {
 	return nil
 }
 
-// checksums runs a CHECKSUM TABLE statement and returns the checksums by
+// Checksums runs a CHECKSUM TABLE statement and returns the checksums by
 // "db.table".
-func checksums(ctx context.Context, conn interface {
+func Checksums(ctx context.Context, conn interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }, query string) (map[string]int64, error) {
 	rows, err := conn.QueryContext(ctx, query)
@@ -331,7 +331,7 @@ func (s *Schema) captureTriggers(ctx context.Context, conn *sql.Conn) error {
 		return err
 	}
 	for _, t := range list {
-		vals, err := showCreate(ctx, conn, "SHOW CREATE TRIGGER "+Quote(t.name))
+		vals, err := ShowCreate(ctx, conn, "SHOW CREATE TRIGGER "+Quote(t.name))
 		if err != nil {
 			return fmt.Errorf("trigger %s: %w", t.name, err)
 		}
@@ -361,7 +361,7 @@ func (s *Schema) captureRoutines(ctx context.Context, conn *sql.Conn) error {
 		return err
 	}
 	for i, name := range names {
-		vals, err := showCreate(ctx, conn, "SHOW CREATE "+kinds[i]+" "+Quote(name))
+		vals, err := ShowCreate(ctx, conn, "SHOW CREATE "+kinds[i]+" "+Quote(name))
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", strings.ToLower(kinds[i]), name, err)
 		}
@@ -388,7 +388,7 @@ func (s *Schema) captureEvents(ctx context.Context, conn *sql.Conn) error {
 		return err
 	}
 	for _, name := range names {
-		vals, err := showCreate(ctx, conn, "SHOW CREATE EVENT "+Quote(name))
+		vals, err := ShowCreate(ctx, conn, "SHOW CREATE EVENT "+Quote(name))
 		if err != nil {
 			return fmt.Errorf("event %s: %w", name, err)
 		}
@@ -493,9 +493,9 @@ func identifiers(sqlText string) []string {
 	return out
 }
 
-// showCreate runs a SHOW CREATE statement and returns its single row by
+// ShowCreate runs a SHOW CREATE statement and returns its single row by
 // column name.
-func showCreate(ctx context.Context, conn *sql.Conn, query string) (map[string]string, error) {
+func ShowCreate(ctx context.Context, conn *sql.Conn, query string) (map[string]string, error) {
 	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
 		return nil, err

@@ -234,7 +234,7 @@ func (rs *resetter) checksums(ctx context.Context, tables []*migrations.Table) (
 	for i, tbl := range tables {
 		names[i] = migrations.Quote(rs.t.Database) + "." + migrations.Quote(tbl.Name)
 	}
-	sums, err := checksums(ctx, rs.conn, "CHECKSUM TABLE "+strings.Join(names, ", "))
+	sums, err := migrations.Checksums(ctx, rs.conn, "CHECKSUM TABLE "+strings.Join(names, ", "))
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
@@ -658,24 +658,6 @@ func EndSessions(ctx context.Context, conn *sql.Conn, flavor testdbd.Flavor, use
 
 func isNoSuchThread(err error) bool {
 	return strings.Contains(err.Error(), "1094") // ER_NO_SUCH_THREAD: it ended by itself
-}
-
-func checksums(ctx context.Context, conn *sql.Conn, query string) (map[string]int64, error) {
-	rows, err := conn.QueryContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var name string
-		var sum sql.NullInt64
-		if err := rows.Scan(&name, &sum); err != nil {
-			return nil, err
-		}
-		out[name] = sum.Int64
-	}
-	return out, rows.Err()
 }
 
 func tableNames(ts []*migrations.Table) string {

@@ -59,7 +59,6 @@ type Server struct {
 
 	mu       sync.Mutex
 	stopping bool
-	settings []testdbd.Setting
 }
 
 var _ testdbd.Instance = (*Server)(nil)
@@ -287,13 +286,6 @@ func (s *Server) Err() error {
 	}
 }
 
-// SetSettings records the settings read back from the server.
-func (s *Server) SetSettings(st []testdbd.Setting) {
-	s.mu.Lock()
-	s.settings = st
-	s.mu.Unlock()
-}
-
 // Info describes the server, inspecting the container (state, pid, tmpfs
 // datadir) and reading its memory use from the engine's stats now.
 func (s *Server) Info(ctx context.Context) testdbd.InstanceInfo {
@@ -306,7 +298,6 @@ func (s *Server) Info(ctx context.Context) testdbd.InstanceInfo {
 		StartedAt: s.started, StartupTime: s.startup,
 	}
 	s.mu.Lock()
-	info.Settings = append([]testdbd.Setting(nil), s.settings...)
 	stopping := s.stopping
 	s.mu.Unlock()
 	select {

@@ -42,7 +42,6 @@ type Server struct {
 
 	mu       sync.Mutex
 	stopping bool
-	settings []testdbd.Setting
 }
 
 var _ testdbd.Instance = (*Server)(nil)
@@ -220,13 +219,6 @@ func (s *Server) Err() error {
 	}
 }
 
-// SetSettings records the settings read back from the server.
-func (s *Server) SetSettings(st []testdbd.Setting) {
-	s.mu.Lock()
-	s.settings = st
-	s.mu.Unlock()
-}
-
 // Info describes the server, reading its memory and datadir usage now.
 func (s *Server) Info(ctx context.Context) testdbd.InstanceInfo {
 	onTmpfs, _ := IsTmpfs(s.datadir())
@@ -247,7 +239,6 @@ func (s *Server) Info(ctx context.Context) testdbd.InstanceInfo {
 		info.FootprintBytes += info.DatadirBytes
 	}
 	s.mu.Lock()
-	info.Settings = append([]testdbd.Setting(nil), s.settings...)
 	stopping := s.stopping
 	s.mu.Unlock()
 	select {

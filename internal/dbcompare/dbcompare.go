@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/testdbd/testdbd/migrations"
 )
 
 // Snapshot is what makes a database what it is.
@@ -64,7 +66,7 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 	var tables []string
 	for n, kind := range kinds {
 		if kind == "VIEW" {
-			v, err := row(ctx, conn, "SHOW CREATE VIEW "+quote(n))
+			v, err := migrations.ShowCreate(ctx, conn, "SHOW CREATE VIEW "+quote(n))
 			if err != nil {
 				return nil, err
 			}
@@ -72,7 +74,7 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 			continue
 		}
 		tables = append(tables, n)
-		v, err := row(ctx, conn, "SHOW CREATE TABLE "+quote(n))
+		v, err := migrations.ShowCreate(ctx, conn, "SHOW CREATE TABLE "+quote(n))
 		if err != nil {
 			return nil, err
 		}
@@ -89,20 +91,13 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 		for i, t := range tables {
 			q[i] = quote(t)
 		}
-		rows, err := conn.QueryContext(ctx, "CHECKSUM TABLE "+strings.Join(q, ", "))
+		sums, err := migrations.Checksums(ctx, conn, "CHECKSUM TABLE "+strings.Join(q, ", "))
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var n string
-			var sum sql.NullInt64
-			if err := rows.Scan(&n, &sum); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			s.Checksums[strings.TrimPrefix(n, name+".")] = sum.Int64
+		for n, sum := range sums {
+			s.Checksums[strings.TrimPrefix(n, name+".")] = sum
 		}
-		rows.Close()
 	}
 	rows, err = conn.QueryContext(ctx, `SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES
 		WHERE TABLE_SCHEMA = ? AND AUTO_INCREMENT IS NOT NULL`, name)
@@ -142,7 +137,7 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 		}
 		rows.Close()
 		for _, n := range names {
-			v, err := row(ctx, conn, o.show+quote(n))
+			v, err := migrations.ShowCreate(ctx, conn, o.show+quote(n))
 			if err != nil {
 				return nil, err
 			}
@@ -186,31 +181,6 @@ func Diff(want, got *Snapshot) []string {
 	cmp("AUTO_INCREMENT", want.AutoIncrement, got.AutoIncrement)
 	sort.Strings(d)
 	return d
-}
-
-func row(ctx context.Context, conn *sql.Conn, query string) (map[string]string, error) {
-	rows, err := conn.QueryContext(ctx, query)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", query, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	if !rows.Next() {
-		return nil, fmt.Errorf("%s: no row", query)
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for i, c := range cols {
-		out[c] = vals[i].String
-	}
-	return out, nil
 }
 
 func quote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
