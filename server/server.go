@@ -95,6 +95,7 @@ func (s *Server) Open(ctx context.Context) error {
 			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
 			UnmarshalOptions: protojson.UnmarshalOptions{},
 		}),
+		runtime.WithErrorHandler(explainBadJSON),
 	)
 	if err := testdbv1.RegisterTestDBServiceHandlerServer(ctx, gw, s.svc); err != nil {
 		return err
@@ -164,6 +165,21 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	s.wg.Wait()
 	return herr
+}
+
+// explainBadJSON adds what to do to the JSON decoder's terse messages.
+func explainBadJSON(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	if st, ok := status.FromError(err); ok && st.Code() == codes.InvalidArgument && strings.HasPrefix(st.Message(), "proto:") {
+		msg := "malformed request body: " + strings.TrimSpace(strings.TrimPrefix(st.Message(), "proto:"))
+		switch {
+		case strings.Contains(msg, "enum field strategy"):
+			msg += "; use STRATEGY_TRUNCATE, STRATEGY_SNAPSHOT or STRATEGY_ROLLBACK"
+		case strings.Contains(msg, "unknown field"):
+			msg += "; the request fields are listed in /openapi.json"
+		}
+		err = status.Error(codes.InvalidArgument, msg)
+	}
+	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

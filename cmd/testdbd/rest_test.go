@@ -137,9 +137,9 @@ func TestRESTFlow(t *testing.T) {
 		says               string
 	}{
 		{"POST", "/v1/leases", `{"template":`, 400, ""},
-		{"POST", "/v1/leases", `{"template":"app","bogus":1}`, 400, "bogus"},
+		{"POST", "/v1/leases", `{"template":"app","bogus":1}`, 400, "openapi.json"},
 		{"POST", "/v1/leases", `{"template":"nope"}`, 404, "no template"},
-		{"POST", "/v1/leases", `{"template":"app","strategy":"STRATEGY_FASTEST"}`, 400, ""},
+		{"POST", "/v1/leases", `{"template":"app","strategy":"fastest"}`, 400, "STRATEGY_SNAPSHOT"},
 		{"POST", "/v1/leases", `{"template":"app","ttl_seconds":-5}`, 400, "negative"},
 		{"GET", "/v1/leases/l-nope", "", 404, "no lease"},
 		{"POST", "/v1/leases/" + lease.ID + ":reset", `{}`, 400, "released"},
