@@ -15,14 +15,14 @@ PROTOC_GEN_GO_VERSION   := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.6.2
 GATEWAY_VERSION         := v2.33.0
 
-.PHONY: run test build deps lint generate check-generated tools clean property
+.PHONY: run test build deps deps-examples lint generate check-generated tools clean property
 
 ## run: start the daemon on 127.0.0.1:8080 (REST) and :9090 (gRPC); ARGS adds flags
 run: deps build
 	$(BIN)/testdbd serve $(ARGS)
 
 ## test: lint, check generated code, and run every test with the race detector
-test: deps lint check-generated image
+test: deps deps-examples lint check-generated image
 	$(GO) test -race -count=1 -timeout 80m ./...
 
 build:
@@ -30,6 +30,10 @@ build:
 
 deps:
 	@scripts/install-deps.sh server
+
+# php-cli, php-mysql, python3-pymysql and mariadb-dump, which the examples' test runs
+deps-examples:
+	@scripts/install-deps.sh examples
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -50,11 +54,12 @@ $(TOOLS)/protoc-gen-grpc-gateway:
 $(TOOLS)/protoc-gen-openapiv2:
 	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GATEWAY_VERSION)
 
-## generate: regenerate api/ from proto/ with the pinned plugins
+## generate: regenerate api/ from proto/ with the pinned plugins, and docs/rest-api.md
 generate: tools
 	PATH=$(TOOLS):$$PATH buf lint
 	rm -f api/testdb/v1/*.go api/openapi/*.json
 	PATH=$(TOOLS):$$PATH buf generate
+	$(GO) run ./docs/restdoc -o docs/rest-api.md
 
 ## check-generated: fail when the committed api/ differs from what proto/ generates
 check-generated: tools
@@ -77,3 +82,10 @@ image:
 ## property: the long randomized proof that every strategy resets to exactly the template
 property: deps
 	TESTDBD_PROPERTY_N=$${N:-2500} $(GO) test -race -count=1 -timeout 60m -run TestPropertyResetEqualsTemplate -v ./strategies/ | grep -v '^\s*testenv.go'
+
+## bench: the benchmark (about 5 minutes on 2 cores): baselines and testdbd side
+## by side; writes docs/benchmarks.json (raw samples), docs/benchmarks.md and
+## docs/benchmarks-reset.svg. `go run ./bench --quick` is the one-minute check.
+.PHONY: bench
+bench: deps
+	$(GO) run ./bench --out docs $(BENCH_ARGS)

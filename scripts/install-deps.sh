@@ -2,7 +2,7 @@
 # Installs what `make run` and `make test` need and is missing, from Debian's
 # packages. Usage: scripts/install-deps.sh server|examples ...
 #   server    MariaDB server and client (mariadbd, mariadb-install-db, mariadb)
-#   examples  php-cli, php-mysql and python3-pymysql for the examples
+#   examples  php-cli, php-mysql, python3-pymysql and mariadb-dump for the examples
 set -euo pipefail
 
 missing=()
@@ -17,9 +17,17 @@ for group in "$@"; do
       need mariadb mariadb-client-core
       ;;
     examples)
-      need php php-cli
-      if command -v php >/dev/null 2>&1 && ! php -m 2>/dev/null | grep -qi '^pdo_mysql$'; then missing+=(php-mysql); else need /usr/share/php-mysql php-mysql; fi
-      if ! python3 -c 'import pymysql' >/dev/null 2>&1; then missing+=(python3-pymysql); fi
+      if ! command -v php >/dev/null 2>&1; then
+        missing+=(php-cli php-mysql)
+      elif ! php -m 2>/dev/null | grep -qi '^pdo_mysql$'; then
+        missing+=(php-mysql)
+      fi
+      # Debian's python3 is the one python3-pymysql installs into; a pyenv
+      # or virtualenv python3 earlier on PATH would never see it.
+      py=python3
+      [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+      if ! "$py" -c 'import pymysql' >/dev/null 2>&1; then missing+=(python3-pymysql); fi
+      need mariadb-dump mariadb-client # examples/shell/dump-to-goose.sh's test
       ;;
     *) echo "install-deps: unknown group $group" >&2; exit 2 ;;
   esac

@@ -1,6 +1,10 @@
 // Command testdbd is the test-database daemon and its command-line client.
 //
 //	testdbd serve [flags]      run the daemon
+//	testdbd template ...       client commands: they talk to a daemon's
+//	testdbd lease ...          REST API at --addr (see cli.go)
+//	testdbd reset|renew|release LEASE_ID
+//	testdbd status
 //	testdbd version            print the version
 //
 // Every flag can also be set as TESTDBD_<NAME> (e.g. TESTDBD_HTTP_ADDR).
@@ -22,6 +26,8 @@ Usage:
   testdbd serve [flags]     run the daemon (testdbd serve -h lists the flags)
   testdbd version           print the version
 
+Client commands (each -h lists its flags):
+` + cliUsage + `
 Every flag can also be set in the environment as TESTDBD_<NAME>,
 e.g. --http-addr as TESTDBD_HTTP_ADDR.
 `
@@ -35,6 +41,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	if clientCommands[args[0]] {
+		return runClientCommand(args[0], args[1:], stdout, stderr)
 	}
 	var err error
 	switch args[0] {

@@ -1,0 +1,190 @@
+package client_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/testdbd/testdbd/api/openapi"
+	"github.com/testdbd/testdbd/client"
+)
+
+// apiTypes maps the OpenAPI document's definitions to the client's
+// hand-written types.
+var apiTypes = map[string]reflect.Type{
+	"v1Template":              reflect.TypeFor[client.Template](),
+	"v1BuildTimings":          reflect.TypeFor[client.BuildTimings](),
+	"v1PoolCounts":            reflect.TypeFor[client.PoolCounts](),
+	"v1Lease":                 reflect.TypeFor[client.Lease](),
+	"v1ResetReport":           reflect.TypeFor[client.ResetReport](),
+	"v1ResetPhases":           reflect.TypeFor[client.ResetPhases](),
+	"v1Instance":              reflect.TypeFor[client.Instance](),
+	"v1Setting":               reflect.TypeFor[client.Setting](),
+	"v1GetStatsResponse":      reflect.TypeFor[client.Stats](),
+	"v1StrategyStats":         reflect.TypeFor[client.StrategyStats](),
+	"v1LatencyStats":          reflect.TypeFor[client.LatencyStats](),
+	"v1MigrationFile":         reflect.TypeFor[client.MigrationFile](),
+	"v1EnsureTemplateRequest": reflect.TypeFor[client.EnsureTemplateRequest](),
+	"v1AcquireLeaseRequest":   reflect.TypeFor[client.AcquireLeaseRequest](),
+	"v1Strategy":              reflect.TypeFor[client.Strategy](),
+	"v1TemplateState":         reflect.TypeFor[client.TemplateState](),
+}
+
+// wrappers are definitions the client reads or writes through small
+// anonymous structs in client.go (list responses, path-parameter bodies),
+// or does not model.
+var wrappers = []string{
+	"v1EnsureTemplateResponse", "v1GetTemplateResponse", "v1ListTemplatesResponse", "v1DeleteTemplateResponse",
+	"v1AcquireLeaseResponse", "v1GetLeaseResponse", "v1ListLeasesResponse", "v1RenewLeaseResponse",
+	"v1ResetLeaseResponse", "v1ReleaseLeaseResponse", "v1ListInstancesResponse",
+	"TestDBServiceRenewLeaseBody", "TestDBServiceResetLeaseBody", "rpcStatus", "protobufAny",
+}
+
+type schema struct {
+	Type       string            `json:"type"`
+	Format     string            `json:"format"`
+	Ref        string            `json:"$ref"`
+	Items      *schema           `json:"items"`
+	Enum       []string          `json:"enum"`
+	Properties map[string]schema `json:"properties"`
+}
+
+// TestTypesMatchOpenAPI compares every client type with the daemon's
+// OpenAPI document: the same fields, each with the Go type its JSON needs.
+// When the API changes, this test names what to change in types.go.
+func TestTypesMatchOpenAPI(t *testing.T) {
+	var doc struct {
+		Definitions map[string]schema `json:"definitions"`
+	}
+	if err := json.Unmarshal(openapi.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, def := range doc.Definitions {
+		typ, ok := apiTypes[name]
+		if !ok {
+			if !slices.Contains(wrappers, name) {
+				t.Errorf("the API has a new definition %s: add a type for it to client/types.go (and to apiTypes here)", name)
+			}
+			continue
+		}
+		if def.Enum != nil {
+			checkEnum(t, name, def.Enum)
+			continue
+		}
+		fields := jsonFields(typ)
+		for prop, ps := range def.Properties {
+			f, ok := fields[prop]
+			if !ok {
+				t.Errorf("%s.%s is in the API but not in client.%s", name, prop, typ.Name())
+				continue
+			}
+			if why := mismatch(ps, f); why != "" {
+				t.Errorf("client.%s.%s (%q): %s", typ.Name(), f.Name, prop, why)
+			}
+		}
+		for prop := range fields {
+			if _, ok := def.Properties[prop]; !ok {
+				t.Errorf("client.%s has %q, which the API's %s does not", typ.Name(), prop, name)
+			}
+		}
+	}
+}
+
+func checkEnum(t *testing.T, name string, values []string) {
+	known := map[string][]string{
+		"v1Strategy": {string(client.StrategyDefault), string(client.StrategyTruncate),
+			string(client.StrategySnapshot), string(client.StrategyRollback)},
+		"v1TemplateState": {"TEMPLATE_STATE_UNSPECIFIED", string(client.TemplateBuilding),
+			string(client.TemplateReady), string(client.TemplateFailed)},
+	}[name]
+	sort.Strings(values)
+	sort.Strings(known)
+	if !slices.Equal(values, known) {
+		t.Errorf("%s values %v, client constants %v", name, values, known)
+	}
+}
+
+type field struct {
+	Name   string
+	Type   reflect.Type
+	String bool // the ",string" option
+}
+
+func jsonFields(typ reflect.Type) map[string]field {
+	out := map[string]field{}
+	for f := range typ.Fields() {
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out[name] = field{Name: f.Name, Type: f.Type, String: slices.Contains(strings.Split(opts, ","), "string")}
+	}
+	return out
+}
+
+// mismatch says how the Go field cannot hold the property, or "".
+func mismatch(s schema, f field) string {
+	t := f.Type
+	if s.Ref != "" {
+		want := apiTypes[strings.TrimPrefix(s.Ref, "#/definitions/")]
+		if want == nil || t != want {
+			return "is " + t.String() + ", want the type of " + s.Ref
+		}
+		return ""
+	}
+	switch {
+	case s.Type == "array":
+		if t.Kind() != reflect.Slice {
+			return "is " + t.String() + ", want a slice"
+		}
+		return mismatch(*s.Items, field{Name: f.Name, Type: t.Elem()})
+	case s.Type == "string" && (s.Format == "int64" || s.Format == "uint64"):
+		if t.Kind() != reflect.Int64 && t.Kind() != reflect.Uint64 || !f.String {
+			return "an int64 travels as a JSON string: want int64 with the ,string option"
+		}
+	case s.Type == "string" && s.Format == "date-time":
+		if t != reflect.TypeFor[time.Time]() {
+			return "want time.Time"
+		}
+	case s.Type == "string":
+		if t.Kind() != reflect.String {
+			return "want a string"
+		}
+	case s.Type == "integer" && s.Format == "int32":
+		if t.Kind() != reflect.Int32 {
+			return "want int32"
+		}
+	case s.Type == "number":
+		if t.Kind() != reflect.Float64 {
+			return "want float64"
+		}
+	case s.Type == "boolean":
+		if t.Kind() != reflect.Bool {
+			return "want bool"
+		}
+	default:
+		return "the API's type " + s.Type + "/" + s.Format + " is not handled by this test"
+	}
+	return ""
+}
+
+// TestImportsOnlyTheDriver keeps the SDK light: the standard library and
+// go-sql-driver/mysql (with its one dependency), nothing of the daemon.
+func TestImportsOnlyTheDriver(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	allowed := []string{"github.com/testdbd/testdbd/client", "github.com/go-sql-driver/mysql", "filippo.io/edwards25519", "filippo.io/edwards25519/field"}
+	for _, pkg := range strings.Fields(string(out)) {
+		if !slices.Contains(allowed, pkg) {
+			t.Errorf("client imports %s: its users would compile it; keep the SDK to the standard library and the MySQL driver", pkg)
+		}
+	}
+}

@@ -1,0 +1,606 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/testdbd/testdbd/client"
+)
+
+// The client commands talk to a daemon over its REST API, at --addr
+// (TESTDBD_ADDR), by default the daemon's default --http-addr.
+
+// cliUsage lists the client commands; main's usage text includes it.
+const cliUsage = `  testdbd template ensure --name NAME --migrations-dir DIR [--upload] [--seed-file F]
+                            build a template from goose migrations (or find it by content)
+  testdbd template list | get NAME | delete NAME [--force]
+  testdbd lease --template NAME [--strategy S] [--ttl 10m] [--worker KEY] [--wait 30s]
+                [--format json|env|dsn|url]
+                            lease a database; --format env prints shell exports:
+                            eval "$(testdbd lease --template app --format env)"
+  testdbd reset LEASE_ID [--strategy S]    reset now and print the report
+  testdbd renew LEASE_ID [--ttl D]         extend the lease's time to live
+  testdbd release LEASE_ID                 give the database back
+  testdbd status                           instances, templates, leases, reset timings
+
+Client commands take --addr (default 127.0.0.1:8080, the daemon's REST
+address; http:// or https:// optional) and --token, also settable as
+TESTDBD_ADDR and TESTDBD_TOKEN. --format json prints what the API answered.
+Strategies: truncate, snapshot (the daemon's default) or rollback.
+Exit status: 0 done, 1 the call failed, 2 bad usage.
+`
+
+// clientCommands are the commands runClientCommand handles.
+var clientCommands = map[string]bool{
+	"template": true, "lease": true, "reset": true, "renew": true, "release": true, "status": true,
+}
+
+// usageError is a mistake in the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// cli is one client command being run.
+type cli struct {
+	name    string // e.g. "template ensure"
+	args    string // its positional arguments for the usage line, e.g. "LEASE_ID "
+	fs      *flag.FlagSet
+	formats []string // the --format values allowed; the first is the default
+	addr    string
+	token   string
+	format  string
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+// newCLI starts a command whose arguments are args (e.g. "LEASE_ID") and
+// whose --format takes formats, the first being the default.
+func newCLI(name, args string, stdout, stderr io.Writer, formats ...string) *cli {
+	c := &cli{name: name, args: args, formats: formats, stdout: stdout, stderr: stderr}
+	c.fs = flag.NewFlagSet(name, flag.ContinueOnError)
+	// Mistakes are reported once, by runClientCommand; -h prints the usage.
+	c.fs.SetOutput(io.Discard)
+	c.fs.Usage = func() {}
+	c.fs.StringVar(&c.addr, "addr", client.DefaultAddr, "the daemon's REST address (host:port, http://host:port or https://host:port)")
+	c.fs.StringVar(&c.token, "token", "", "bearer token, for a daemon started with --token")
+	if len(formats) > 0 {
+		c.fs.StringVar(&c.format, "format", formats[0], "output: "+strings.Join(formats, ", "))
+	}
+	return c
+}
+
+// parse parses flags given before, between and after the positional
+// arguments, then the TESTDBD_<NAME> environment, and checks the number of
+// positional arguments and the format.
+func (c *cli) parse(args []string, positional ...string) ([]string, error) {
+	var pos []string
+	for {
+		if err := c.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				c.usage()
+				return nil, err
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "parse error") {
+				msg += ": durations look like 90s, 10m or 1h"
+			}
+			return nil, usageError{msg}
+		}
+		args = c.fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	if err := parseFlags(c.fs, nil); err != nil { // the environment
+		return nil, usageError{err.Error()}
+	}
+	switch {
+	case len(pos) < len(positional):
+		return nil, usageError{fmt.Sprintf("%s needs %s", c.name, strings.Join(positional[len(pos):], " "))}
+	case len(pos) > len(positional):
+		return nil, usageError{fmt.Sprintf("%s got an unexpected argument %q", c.name, pos[len(positional)])}
+	}
+	if len(c.formats) > 0 && !slices.Contains(c.formats, c.format) {
+		return nil, usageError{fmt.Sprintf("--format %q: use %s", c.format, strings.Join(c.formats, ", "))}
+	}
+	return pos, nil
+}
+
+// usage prints the command's synopsis and flags.
+func (c *cli) usage() {
+	fmt.Fprintf(c.stderr, "usage: testdbd %s %s[flags]\n\nflags (each also settable as TESTDBD_<NAME>):\n", c.name, c.args)
+	c.fs.SetOutput(c.stderr)
+	c.fs.PrintDefaults()
+	c.fs.SetOutput(io.Discard)
+}
+
+func (c *cli) client() (*client.Client, error) {
+	cl, err := client.New(c.addr, client.WithToken(c.token))
+	if err != nil {
+		return nil, usageError{"--addr: " + err.Error()}
+	}
+	return cl, nil
+}
+
+func (c *cli) printJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.stdout, "%s\n", b)
+	return err
+}
+
+// runClientCommand runs a client command and returns the exit status.
+// Errors are printed as the daemon wrote them, without Go's wrapping.
+func runClientCommand(cmd string, args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd {
+	case "template":
+		err = runTemplate(ctx, args, stdout, stderr)
+	case "lease":
+		err = runLease(ctx, args, stdout, stderr)
+	case "reset":
+		err = runReset(ctx, args, stdout, stderr)
+	case "renew":
+		err = runRenew(ctx, args, stdout, stderr)
+	case "release":
+		err = runRelease(ctx, args, stdout, stderr)
+	case "status":
+		err = runStatus(ctx, args, stdout, stderr)
+	}
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "testdbd: %s\n(testdbd %s -h lists the flags)\n", ue.msg, cmd)
+		return 2
+	}
+	fmt.Fprintf(stderr, "testdbd: %s\n", humanError(err))
+	return 1
+}
+
+// humanError is err as a person wants to read it: the daemon's own
+// message, or what to do when the daemon cannot be reached.
+func humanError(err error) string {
+	var unreachable *client.UnreachableError
+	var apiErr *client.Error
+	switch {
+	case errors.As(err, &unreachable):
+		return unreachable.Error() + " with --addr or TESTDBD_ADDR"
+	case errors.As(err, &apiErr) && apiErr.Code == client.CodeUnauthenticated:
+		return "the daemon wants a bearer token: pass --token or set TESTDBD_TOKEN to the token it was started with"
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	case errors.As(err, &apiErr):
+		return apiErr.Message
+	}
+	return err.Error()
+}
+
+func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usageError{"template needs a subcommand: ensure, list, get or delete"}
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "ensure":
+		return runTemplateEnsure(ctx, args, stdout, stderr)
+	case "list":
+		c := newCLI("template list", "", stdout, stderr, "text", "json")
+		if _, err := c.parse(args); err != nil {
+			return err
+		}
+		cl, err := c.client()
+		if err != nil {
+			return err
+		}
+		ts, err := cl.ListTemplates(ctx)
+		if err != nil {
+			return err
+		}
+		if c.format == "json" {
+			return c.printJSON(map[string]any{"templates": ts})
+		}
+		return printTemplates(stdout, ts)
+	case "get", "delete":
+		c := newCLI("template "+sub, "NAME ", stdout, stderr, "text", "json")
+		force := c.fs.Bool("force", false, "delete even while leases are held; those leases end")
+		pos, err := c.parse(args, "NAME")
+		if err != nil {
+			return err
+		}
+		if sub == "get" && *force {
+			return usageError{"--force is for template delete"}
+		}
+		cl, err := c.client()
+		if err != nil {
+			return err
+		}
+		var t *client.Template
+		if sub == "get" {
+			t, err = cl.GetTemplate(ctx, pos[0])
+		} else {
+			t, err = cl.DeleteTemplate(ctx, pos[0], *force)
+		}
+		if err != nil {
+			return err
+		}
+		if c.format == "json" {
+			return c.printJSON(t)
+		}
+		if sub == "delete" {
+			_, err = fmt.Fprintf(stdout, "deleted template %s\n", t.Name)
+			return err
+		}
+		return printTemplates(stdout, []client.Template{*t})
+	}
+	return usageError{fmt.Sprintf("unknown subcommand %q: use testdbd template ensure, list, get or delete", sub)}
+}
+
+func runTemplateEnsure(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCLI("template ensure", "", stdout, stderr, "text", "json")
+	var req client.EnsureTemplateRequest
+	var dir, seedFile string
+	var upload bool
+	var poolSize int
+	c.fs.StringVar(&req.Name, "name", "", "the template's name (required)")
+	c.fs.StringVar(&dir, "migrations-dir", "", "directory of goose SQL migrations (required)")
+	c.fs.BoolVar(&upload, "upload", false, "send the files with the request instead of the path (for a daemon on another host)")
+	c.fs.StringVar(&seedFile, "seed-file", "", "SQL file run after the migrations")
+	c.fs.StringVar(&req.Engine, "engine", "", "build on this engine: mariadb or mysql (default any)")
+	c.fs.IntVar(&poolSize, "pool-size", 0, "ready databases to keep for the template (default the daemon's --pool-size)")
+	c.fs.BoolVar(&req.Async, "async", false, "return while the template is still building")
+	if _, err := c.parse(args); err != nil {
+		return err
+	}
+	if req.Name == "" || dir == "" {
+		return usageError{"template ensure needs --name and --migrations-dir"}
+	}
+	req.PoolSize = int32(poolSize)
+	if upload {
+		files, err := client.ReadMigrations(dir)
+		if err != nil {
+			return err
+		}
+		req.Migrations = files
+	} else {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return err
+		}
+		req.MigrationsDir = abs // the daemon's working directory is not ours
+	}
+	if seedFile != "" {
+		b, err := os.ReadFile(seedFile)
+		if err != nil {
+			return fmt.Errorf("--seed-file: %w", err)
+		}
+		req.SeedSQL = string(b)
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	t, err := cl.EnsureTemplate(ctx, req)
+	if err != nil && !upload && client.ErrorCode(err) == client.CodeInvalidArgument && strings.Contains(err.Error(), "migrations_dir") {
+		return fmt.Errorf("%s; with this command: --upload", humanError(err))
+	}
+	if err != nil {
+		return err
+	}
+	if c.format == "json" {
+		return c.printJSON(t)
+	}
+	if t.State != client.TemplateReady {
+		_, err = fmt.Fprintf(stdout, "template %s is %s (hash %.12s)\n", t.Name, templateState(t.State), t.Hash)
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "template %s ready: %s, %s, %s, %s, %s; goose version %d; hash %.12s; built in %s ms (%d ready, %d leased)\n",
+		t.Name, count(t.Tables, "table"), count(t.Views, "view"), count(t.Triggers, "trigger"), count(t.Routines, "routine"),
+		count(t.Events, "event"), t.Version, t.Hash, ms(t.Build.TotalMs), t.Pool.Ready, t.Pool.Leased)
+	return err
+}
+
+func runLease(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCLI("lease", "", stdout, stderr, "json", "env", "dsn", "url")
+	var template, strategy, worker string
+	var ttl, wait time.Duration
+	c.fs.StringVar(&template, "template", "", "the template to lease from (required)")
+	c.fs.StringVar(&strategy, "strategy", "", "reset strategy: truncate, snapshot or rollback (default the daemon's)")
+	c.fs.DurationVar(&ttl, "ttl", 0, "time to live, e.g. 10m (default the daemon's --lease-ttl)")
+	c.fs.StringVar(&worker, "worker", "", "sticky key: the same worker gets its previous database back when it can")
+	c.fs.DurationVar(&wait, "wait", 0, "how long to wait for a free database, e.g. 30s (default the daemon's --wait-timeout)")
+	if _, err := c.parse(args); err != nil {
+		return err
+	}
+	if template == "" {
+		return usageError{"lease needs --template"}
+	}
+	s, err := client.ParseStrategy(strategy)
+	if err != nil {
+		return usageError{"--strategy: " + err.Error()}
+	}
+	if ttl < 0 || wait < 0 {
+		return usageError{"--ttl and --wait must not be negative"}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	// No deadline of our own: the daemon bounds the wait (--max-wait-timeout).
+	l, err := cl.AcquireLease(ctx, client.AcquireLeaseRequest{
+		Template: template, Strategy: s, TTLSeconds: int32((ttl + time.Second - 1) / time.Second),
+		Worker: worker, WaitTimeoutMs: wait.Milliseconds(),
+	})
+	if err != nil {
+		return err
+	}
+	switch c.format {
+	case "env":
+		_, err = io.WriteString(stdout, leaseEnv(l))
+	case "dsn":
+		_, err = fmt.Fprintln(stdout, l.DSN)
+	case "url":
+		_, err = fmt.Fprintln(stdout, l.URL)
+	default:
+		err = c.printJSON(l)
+	}
+	return err
+}
+
+// leaseEnv renders a lease as shell exports of the variables frameworks
+// read: Laravel's DB_* (with the read and write hosts set together, so a
+// read/write split cannot send reads to another server), DB_URL and
+// DATABASE_URL (Laravel 11, Django's dj-database-url and others), and
+// TESTDBD_LEASE_ID for `testdbd release "$TESTDBD_LEASE_ID"`. Every value
+// is single-quoted for POSIX shells.
+func leaseEnv(l *client.Lease) string {
+	vars := [][2]string{
+		{"DB_CONNECTION", "mysql"},
+		{"DB_HOST", l.Host},
+		{"DB_PORT", strconv.Itoa(int(l.Port))},
+		{"DB_DATABASE", l.Database},
+		{"DB_USERNAME", l.User},
+		{"DB_PASSWORD", l.Password},
+		{"DB_READ_HOST", l.Host},
+		{"DB_WRITE_HOST", l.Host},
+		{"DB_URL", l.URL},
+		{"DATABASE_URL", l.URL},
+		{"TESTDBD_LEASE_ID", l.ID},
+	}
+	var b strings.Builder
+	for _, v := range vars {
+		fmt.Fprintf(&b, "export %s=%s\n", v[0], shellQuote(v[1]))
+	}
+	return b.String()
+}
+
+// shellQuote quotes s for POSIX shells: inside single quotes nothing is
+// special, and a single quote is written as '\”.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func runReset(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCLI("reset", "LEASE_ID ", stdout, stderr, "text", "json")
+	strategy := c.fs.String("strategy", "", "run this strategy instead of the lease's own: truncate, snapshot or rollback")
+	pos, err := c.parse(args, "LEASE_ID")
+	if err != nil {
+		return err
+	}
+	s, err := client.ParseStrategy(*strategy)
+	if err != nil {
+		return usageError{"--strategy: " + err.Error()}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	r, err := cl.ResetLease(ctx, pos[0], s)
+	if err != nil {
+		return err
+	}
+	if c.format == "json" {
+		return c.printJSON(r)
+	}
+	restored := "nothing to restore"
+	if len(r.TablesReset) > 0 {
+		restored = "restored " + strings.Join(r.TablesReset, ", ")
+	}
+	fmt.Fprintf(stdout, "reset %s by %s in %s ms: %s (%d tables checked)\n", r.LeaseID, r.Strategy.Short(), ms(r.TotalMs), restored, r.TablesTotal)
+	if r.FallbackReason != "" {
+		fmt.Fprintf(stdout, "  asked for %s; %s\n", r.RequestedStrategy.Short(), r.FallbackReason)
+	}
+	if len(r.SchemaChanges) > 0 {
+		fmt.Fprintf(stdout, "  schema put back: %s\n", strings.Join(r.SchemaChanges, "; "))
+	}
+	return nil
+}
+
+func runRenew(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCLI("renew", "LEASE_ID ", stdout, stderr, "text", "json")
+	ttl := c.fs.Duration("ttl", 0, "new time to live from now (default the lease's own TTL)")
+	pos, err := c.parse(args, "LEASE_ID")
+	if err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	l, err := cl.RenewLease(ctx, pos[0], *ttl)
+	if err != nil {
+		return err
+	}
+	if c.format == "json" {
+		return c.printJSON(l)
+	}
+	_, err = fmt.Fprintf(stdout, "renewed %s until %s\n", l.ID, l.ExpiresAt.Local().Format(time.DateTime))
+	return err
+}
+
+func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCLI("release", "LEASE_ID ", stdout, stderr, "text", "json")
+	pos, err := c.parse(args, "LEASE_ID")
+	if err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	l, err := cl.ReleaseLease(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if c.format == "json" {
+		return c.printJSON(l)
+	}
+	_, err = fmt.Fprintf(stdout, "released %s (database %s); the daemon resets it in the background\n", l.ID, l.Database)
+	return err
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCLI("status", "", stdout, stderr, "text", "json")
+	if _, err := c.parse(args); err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	insts, err := cl.ListInstances(ctx)
+	if err != nil {
+		return err
+	}
+	tpls, err := cl.ListTemplates(ctx)
+	if err != nil {
+		return err
+	}
+	leases, err := cl.ListLeases(ctx, "")
+	if err != nil {
+		return err
+	}
+	stats, err := cl.GetStats(ctx)
+	if err != nil {
+		return err
+	}
+	if c.format == "json" {
+		return c.printJSON(map[string]any{"instances": insts, "templates": tpls, "leases": leases, "stats": stats})
+	}
+	fmt.Fprintf(stdout, "daemon %s: %d instances, %d templates, %d databases, %d leases active (%d acquired, %d expired, %d acquires exhausted)\n",
+		cl.Addr(), stats.Instances, stats.Templates, stats.Databases, stats.LeasesActive, stats.LeasesAcquired, stats.LeasesExpired, stats.AcquireExhausted)
+
+	fmt.Fprintln(stdout, "\nINSTANCES")
+	tw := table(stdout)
+	fmt.Fprintln(tw, "ID\tENGINE\tSTATE\tADDRESS\tDATABASES\tMEMORY\tTMPFS\tSTARTUP ms\tSETTINGS")
+	for _, in := range insts {
+		settings := "as asked"
+		if len(in.SettingsMismatched) > 0 {
+			settings = "differ: " + strings.Join(in.SettingsMismatched, ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s:%d\t%d\t%s\t%s\t%s\t%s\n", in.ID, in.Engine, in.Version, in.State, in.Host, in.Port,
+			in.Databases, mib(in.MemoryBytes), yesNo(in.DatadirOnTmpfs), ms(in.StartupMs), settings)
+	}
+	tw.Flush()
+
+	fmt.Fprintln(stdout, "\nTEMPLATES")
+	if err := printTemplates(stdout, tpls); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(stdout, "\nLEASES")
+	tw = table(stdout)
+	fmt.Fprintln(tw, "ID\tTEMPLATE\tSTRATEGY\tWORKER\tDATABASE\tADDRESS\tEXPIRES IN\tRESETS")
+	for _, l := range leases {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s:%d\t%s\t%d\n", l.ID, l.Template, l.Strategy.Short(), dash(l.Worker), l.Database,
+			l.Host, l.Port, time.Until(l.ExpiresAt).Round(time.Second), l.Resets)
+	}
+	tw.Flush()
+
+	fmt.Fprintln(stdout, "\nRESETS (ms)")
+	tw = table(stdout)
+	fmt.Fprintln(tw, "STRATEGY\tCOUNT\tP50\tP90\tP99\tMAX\tMEAN\tFALLBACKS\tFAILURES")
+	for _, r := range stats.Resets {
+		l := r.Latency
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Strategy.Short(), l.Count, ms(l.P50Ms), ms(l.P90Ms), ms(l.P99Ms), ms(l.MaxMs), ms(l.MeanMs), r.Fallbacks, r.Failures)
+	}
+	for _, row := range []struct {
+		name string
+		l    client.LatencyStats
+	}{{"acquire", stats.Acquire}, {"acquire wait", stats.AcquireWait}} {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\t\n", row.name, row.l.Count, ms(row.l.P50Ms), ms(row.l.P90Ms), ms(row.l.P99Ms), ms(row.l.MaxMs), ms(row.l.MeanMs))
+	}
+	return tw.Flush()
+}
+
+func printTemplates(w io.Writer, ts []client.Template) error {
+	tw := table(w)
+	fmt.Fprintln(tw, "NAME\tSTATE\tTABLES\tVERSION\tREADY\tLEASED\tRESETTING\tBUILD ms\tHASH\tERROR")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%.12s\t%s\n", t.Name, templateState(t.State), t.Tables, t.Version,
+			t.Pool.Ready, t.Pool.Leased, t.Pool.Resetting, ms(t.Build.TotalMs), t.Hash, t.Error)
+	}
+	return tw.Flush()
+}
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+func templateState(s client.TemplateState) string {
+	return strings.ToLower(strings.TrimPrefix(string(s), "TEMPLATE_STATE_"))
+}
+
+// ms formats milliseconds with up to three decimals.
+func ms(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func mib(b int64) string { return fmt.Sprintf("%dM", b>>20) }
+
+// count writes "1 table" or "2 tables".
+func count(n int32, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
