@@ -39,7 +39,8 @@
 // # Why REST, and why not a module of its own
 //
 // The client speaks the daemon's REST API (JSON through grpc-gateway), not
-// gRPC. The REST API is the same service, served in-process by the same
+// gRPC (for gRPC, package client/grpcclient dials the generated typed
+// client with the daemon's token). The REST API is the same service, served in-process by the same
 // handlers, and the daemon's latency bars are measured through it; a gRPC
 // client would make every user's test binary compile and link grpc,
 // protobuf, genproto and the grpc-gateway runtime (which the generated

@@ -327,6 +327,7 @@ func (m *Manager) endLeaseLocked(l *lease, state, why string) {
 		m.endedFIFO = m.endedFIFO[1:]
 	}
 	db := l.db
+	db.lease = nil
 	if state == LeaseFailed || db.rep.srv.dead {
 		return
 	}

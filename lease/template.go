@@ -248,10 +248,11 @@ func (m *Manager) startServer(ctx context.Context) (*server, error) {
 // buildReplica creates the template database on st: runs the migrations and
 // the seed, captures the definition. The first build records its timings.
 func (m *Manager) buildReplica(ctx context.Context, t *template, st *server, first bool) (*replica, error) {
-	name := fmt.Sprintf("tdb_%s_t", short(t.hash))
-	if err := migrations.Drop(ctx, st.srv.DB, st.ddl, name); err != nil {
-		return nil, err
-	}
+	// Two templates may have the same content (under different names, or
+	// one replacing a failed build): each gets a database of its own.
+	m.mu.Lock()
+	name := fmt.Sprintf("tdb_%s_t%d", short(t.hash), m.nextSeq())
+	m.mu.Unlock()
 	if err := st.ddl.Exec(ctx, st.srv.DB, 1, "CREATE DATABASE "+migrations.Quote(name)); err != nil {
 		return nil, fmt.Errorf("create template database: %w", err)
 	}

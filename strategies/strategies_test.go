@@ -180,6 +180,12 @@ func TestNothingToDo(t *testing.T) {
 				if rep.TablesTotal != len(f.schema.Tables) {
 					t.Errorf("tables total %d", rep.TablesTotal)
 				}
+				// Without a baseline every table is compared: a clean
+				// database still needs nothing restored.
+				tg.Baseline = nil
+				if rep := f.reset(tg); len(rep.TablesReset) != 0 || !strings.Contains(rep.FallbackReason, "no baseline") {
+					t.Errorf("%s: full check of a clean database: %+v", s, rep)
+				}
 			}
 		})
 	}

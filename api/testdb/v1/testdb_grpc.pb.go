@@ -69,8 +69,9 @@ type TestDBServiceClient interface {
 	// ResetLease resets the leased database to its template now and returns
 	// the reset report.
 	ResetLease(ctx context.Context, in *ResetLeaseRequest, opts ...grpc.CallOption) (*ResetLeaseResponse, error)
-	// ReleaseLease gives a lease back. Its sessions are ended and its
-	// credentials revoked at once; the reset runs in the background.
+	// ReleaseLease gives a lease back. The lease ends at once; in the
+	// background its user is dropped and its sessions ended, then its database
+	// is reset and returned to the pool.
 	ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error)
 	// ListInstances lists the server instances, with the settings read back
 	// from each running server.
@@ -236,8 +237,9 @@ type TestDBServiceServer interface {
 	// ResetLease resets the leased database to its template now and returns
 	// the reset report.
 	ResetLease(context.Context, *ResetLeaseRequest) (*ResetLeaseResponse, error)
-	// ReleaseLease gives a lease back. Its sessions are ended and its
-	// credentials revoked at once; the reset runs in the background.
+	// ReleaseLease gives a lease back. The lease ends at once; in the
+	// background its user is dropped and its sessions ended, then its database
+	// is reset and returned to the pool.
 	ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error)
 	// ListInstances lists the server instances, with the settings read back
 	// from each running server.
