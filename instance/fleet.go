@@ -50,6 +50,9 @@ type Server struct {
 	testdbd.Instance
 	// DB is a pool of administrative connections (multi-statements on).
 	DB *sql.DB
+	// StatusDB is a small pool of its own for reading server status while
+	// DB's connections may all be held by work that waits for the reading.
+	StatusDB *sql.DB
 	// Flavor is the server's engine flavor.
 	Flavor testdbd.Flavor
 	// Settings were asked for and read back when the server started.
@@ -127,6 +130,9 @@ func (f *Fleet) start(ctx context.Context) (*Server, error) {
 	s := &Server{Instance: inst, Flavor: flavor, fleet: f, stopped: make(chan struct{})}
 	s.DB, err = OpenAdmin(inst.Admin(), f.cfg.AdminConns)
 	if err == nil {
+		s.StatusDB, err = OpenAdmin(inst.Admin(), 2)
+	}
+	if err == nil {
 		var st []testdbd.Setting
 		if st, err = ReadSettings(ctx, s.DB, flavor, f.cfg.Settings); err == nil {
 			s.Settings = st
@@ -196,7 +202,7 @@ func (f *Fleet) watch(s *Server) {
 	}
 	f.log.Error("server instance died", "instance", s.ID(), "err", err)
 	f.remove(s)
-	_ = s.DB.Close()
+	s.closeDBs()
 	_ = s.Instance.Stop(context.Background())
 	if f.cfg.OnDeath != nil {
 		f.cfg.OnDeath(s, err)
@@ -241,10 +247,16 @@ func (f *Fleet) Stop(ctx context.Context, s *Server) error {
 
 func (s *Server) stop(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopped) })
-	if s.DB != nil {
-		_ = s.DB.Close()
-	}
+	s.closeDBs()
 	return s.Instance.Stop(ctx)
+}
+
+func (s *Server) closeDBs() {
+	for _, db := range []*sql.DB{s.DB, s.StatusDB} {
+		if db != nil {
+			_ = db.Close()
+		}
+	}
 }
 
 // Close stops every server and waits for the watchers to finish.

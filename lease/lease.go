@@ -376,7 +376,7 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 // targetLocked describes db for a reset.
 func (m *Manager) targetLocked(db *workerDB, user string, s testdbd.Strategy) strategies.Target {
 	st := db.rep.srv
-	return strategies.Target{DB: st.srv.DB, Flavor: st.srv.Flavor, DDL: st.ddl, Schema: db.rep.schema,
+	return strategies.Target{DB: st.srv.DB, StatusDB: st.srv.StatusDB, Flavor: st.srv.Flavor, DDL: st.ddl, Schema: db.rep.schema,
 		Database: db.name, User: user, Baseline: db.baseline, Untrusted: st.untrusted(), Strategy: s}
 }
 

@@ -654,3 +654,27 @@ func TestServerKilled(t *testing.T) {
 		})
 	}
 }
+
+// TestMassRelease releases more leases at once than a server has
+// administrative connections: every background reset must finish.
+func TestMassRelease(t *testing.T) {
+	e := newEnv(t, testenv.Providers()[0], 1, lease.Config{PoolSize: 24, MaxDatabases: 24, Clones: 4})
+	e.ensure(t, "app", 24)
+	e.waitPool(t, "app", 24)
+	var ids []string
+	for i := 0; i < 24; i++ {
+		l := e.acquire(t, lease.AcquireRequest{Template: "app"})
+		if _, err := open(t, l).Exec("INSERT INTO users (email, name) VALUES ('m@x', 'm')"); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, l.ID)
+	}
+	for _, id := range ids {
+		if _, err := e.m.Release(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	e.waitPool(t, "app", 24)
+	t.Logf("24 databases reset and back in the pool in %v", time.Since(start))
+}

@@ -260,7 +260,7 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 	st := rep.srv
 	err := rep.schema.Clone(ctx, st.srv.DB, st.ddl, db.name)
 	if err == nil {
-		db.baseline, err = strategies.TakeBaseline(ctx, st.srv.DB, st.srv.Flavor, st.ddl, db.name)
+		db.baseline, err = strategies.TakeBaseline(ctx, st.srv.DB, st.srv.StatusDB, st.srv.Flavor, st.ddl, db.name)
 	}
 	if err == nil {
 		err = m.prepareUser(ctx, db)

@@ -30,7 +30,12 @@ import (
 
 // Target is one worker database to reset and what is known about it.
 type Target struct {
-	DB       *sql.DB            // administrative pool of the server
+	DB *sql.DB // administrative pool of the server
+	// StatusDB, when set, is a separate pool for reading the server's DDL
+	// counters at the same time as the tables' counters are read on DB (a
+	// separate pool, so that resets holding all of DB's connections do not
+	// wait on each other for one more). Nil reads both on one connection.
+	StatusDB *sql.DB
 	Flavor   testdbd.Flavor     // selects information_schema names and KILL syntax
 	DDL      *DDLCounter        // the server's own-DDL counter
 	Schema   *migrations.Schema // the template's captured definition
@@ -93,13 +98,13 @@ func Reset(ctx context.Context, t Target) (testdbd.ResetReport, *Baseline, error
 }
 
 // TakeBaseline reads a freshly cloned database's state.
-func TakeBaseline(ctx context.Context, db *sql.DB, flavor testdbd.Flavor, ddl *DDLCounter, database string) (*Baseline, error) {
+func TakeBaseline(ctx context.Context, db, statusDB *sql.DB, flavor testdbd.Flavor, ddl *DDLCounter, database string) (*Baseline, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	rs := &resetter{t: Target{DB: db, Flavor: flavor, Database: database, DDL: ddl}, conn: conn}
+	rs := &resetter{t: Target{DB: db, StatusDB: statusDB, Flavor: flavor, Database: database, DDL: ddl}, conn: conn}
 	obs, err := rs.observe(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("baseline of %s: %w", database, err)
@@ -493,11 +498,17 @@ func (rs *resetter) observe(ctx context.Context) (*observation, error) {
 	obs := &observation{tables: map[string]TableState{}}
 	own, err := rs.t.DDL.observe(func() error {
 		status := make(chan error, 1)
-		go func() {
-			n, err := readDDLStatus(ctx, rs.t.DB)
+		if rs.t.StatusDB == nil {
+			n, err := readDDLStatus(ctx, rs.conn)
 			obs.serverDDL = n
 			status <- err
-		}()
+		} else {
+			go func() {
+				n, err := readDDLStatus(ctx, rs.t.StatusDB)
+				obs.serverDDL = n
+				status <- err
+			}()
+		}
 		err := func() error {
 			rows, err := rs.conn.QueryContext(ctx, rs.tablesSQL())
 			if err != nil {

@@ -116,7 +116,7 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { f.srv.DB.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", user)) })
-	base, err := strategies.TakeBaseline(ctx, f.srv.DB, f.srv.Flavor, f.ddl, name)
+	base, err := strategies.TakeBaseline(ctx, f.srv.DB, f.srv.StatusDB, f.srv.Flavor, f.ddl, name)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 	}
 	dsnOf[db] = cfg.FormatDSN()
 	f.t.Cleanup(func() { db.Close() })
-	return &strategies.Target{DB: f.srv.DB, Flavor: f.srv.Flavor, DDL: f.ddl, Schema: f.schema,
+	return &strategies.Target{DB: f.srv.DB, StatusDB: f.srv.StatusDB, Flavor: f.srv.Flavor, DDL: f.ddl, Schema: f.schema,
 		Database: name, User: user, Baseline: base, Strategy: strategy}, db
 }
 

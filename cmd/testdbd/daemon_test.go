@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/testdbd/testdbd/instance/native"
 	"github.com/testdbd/testdbd/internal/testenv"
 )
 
@@ -77,8 +78,20 @@ func startDaemon(t *testing.T, stateDir string, args ...string) *proc {
 	}()
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+		// A daemon killed with -9 leaves its tmpfs mounts for the next daemon
+		// on the state directory to remove; be that next daemon.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if sweeper, err := native.New(ctx, native.Config{StateDir: stateDir, Logger: testenv.Logger(t)}); err == nil {
+			_ = sweeper.Close(ctx)
+		}
 	})
 	select {
 	case <-ready:

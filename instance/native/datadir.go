@@ -255,6 +255,12 @@ func (p *Provider) initPristine(ctx context.Context) (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	data := filepath.Join(tmp, "data")
+	// The bootstrap server's temporary tables go to a directory of its own:
+	// several initializations may run at once.
+	tmpdir := filepath.Join(tmp, "tmp")
+	if err := os.MkdirAll(tmpdir, 0o700); err != nil {
+		return "", err
+	}
 	var cmd *exec.Cmd
 	switch p.engine.Flavor {
 	case testdbd.MariaDB:
@@ -264,7 +270,7 @@ func (p *Provider) initPristine(ctx context.Context) (string, error) {
 		}
 		args := []string{"--no-defaults", "--datadir=" + data, "--skip-test-db",
 			"--auth-root-authentication-method=socket", "--auth-root-socket-user=" + currentUser(),
-			"--innodb-log-file-size=" + strconv.Itoa(instance.InnoDBLogFileBytes)}
+			"--innodb-log-file-size=" + strconv.Itoa(instance.InnoDBLogFileBytes), "--tmpdir=" + tmpdir}
 		if isRoot() {
 			args = append(args, "--user=root")
 		}
@@ -274,7 +280,7 @@ func (p *Provider) initPristine(ctx context.Context) (string, error) {
 		cmd = exec.CommandContext(ctx, installDB, args...)
 	default:
 		args := []string{"--no-defaults", "--initialize-insecure", "--datadir=" + data,
-			"--innodb-redo-log-capacity=" + strconv.Itoa(8<<20)}
+			"--innodb-redo-log-capacity=" + strconv.Itoa(8<<20), "--tmpdir=" + tmpdir}
 		if isRoot() {
 			args = append(args, "--user=root")
 		}
