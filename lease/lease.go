@@ -343,7 +343,9 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 		return
 	}
 	defer db.unlock()
+	t0 := time.Now()
 	_, err := m.revokeUser(ctx, db)
+	t1 := time.Now()
 	var rep testdbd.ResetReport
 	if err == nil {
 		m.mu.Lock()
@@ -351,9 +353,12 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 		m.mu.Unlock()
 		rep, err = m.runReset(ctx, db, target)
 	}
+	t2 := time.Now()
 	if err == nil {
 		err = m.prepareUser(ctx, db)
 	}
+	m.log.Debug("recycled", "database", db.name, "revoke", t1.Sub(t0), "reset", t2.Sub(t1),
+		"detect", rep.Phases.Detect, "restore", rep.Phases.Restore, "new_user", time.Since(t2), "err", err)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if db.rep.srv.dead {
