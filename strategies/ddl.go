@@ -51,6 +51,10 @@ type DDLCounter struct {
 	done    int64 // statements of batches that completed successfully
 	failed  int64 // batches that failed (their partial count is unknown)
 	unknown int64 // increments when uncountable work starts and ends
+
+	smu      sync.Mutex
+	next     *scan // the scan the next detection requests join
+	scanning bool  // a goroutine runs scans
 }
 
 const (

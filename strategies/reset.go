@@ -493,8 +493,13 @@ type observation struct {
 //
 // The two halves, the tables' counters and the server's DDL counters, are
 // read on two connections at once: each costs a few hundred microseconds
-// of the server's time, and the server has more than one core.
+// of the server's time, and the server has more than one core. With a
+// status pool the read is shared with the other resets on the server that
+// wait for one at the same moment (see scan).
 func (rs *resetter) observe(ctx context.Context) (*observation, error) {
+	if rs.t.StatusDB != nil {
+		return rs.t.DDL.observeShared(ctx, rs.t.StatusDB, rs.t.Flavor, rs.t.Database)
+	}
 	obs := &observation{tables: map[string]TableState{}}
 	own, err := rs.t.DDL.observe(func() error {
 		status := make(chan error, 1)
@@ -575,16 +580,7 @@ func (o *observation) readTables(rows *sql.Rows) error {
 		if err := rows.Scan(&name, &st.ID, &st.Modified, &st.AutoInc); err != nil {
 			return err
 		}
-		if i := strings.Index(name, "#P#"); i >= 0 { // a partition
-			name = name[:i]
-			prev := o.tables[name]
-			st.Modified += prev.Modified
-			st.ID = max(st.ID, prev.ID)
-			st.AutoInc = max(st.AutoInc, prev.AutoInc)
-		} else if i := strings.Index(name, "#p#"); i >= 0 {
-			name = name[:i]
-		}
-		o.tables[name] = st
+		addTable(o.tables, name, st)
 	}
 	return rows.Err()
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,7 +97,7 @@ func testContainers() []string {
 	}
 	var left []string
 	for _, c := range list.Items {
-		if strings.HasPrefix(c.Labels[docker.LabelStateDir], os.TempDir()) {
+		if _, ours := stateDirs.Load(c.Labels[docker.LabelStateDir]); ours {
 			left = append(left, strings.Join(c.Names, ","))
 			_, _ = engine.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		}
@@ -112,9 +113,16 @@ func needEngine(t *testing.T) {
 	}
 }
 
+// stateDirs are the state directories this package's tests created: only
+// their containers are this package's to check (other packages' tests may
+// run containers at the same time).
+var stateDirs sync.Map
+
 // config returns a provider configuration with a fresh state directory.
 func config(t *testing.T) docker.Config {
-	return docker.Config{StateDir: testenv.StateDir(t), Image: image, TmpfsBytes: 512 << 20, Logger: testenv.Logger(t)}
+	dir := testenv.StateDir(t)
+	stateDirs.Store(dir, true)
+	return docker.Config{StateDir: dir, Image: image, TmpfsBytes: 512 << 20, Logger: testenv.Logger(t)}
 }
 
 // newProvider starts a provider and, at the end of the test, closes it and
