@@ -202,11 +202,13 @@ func (f *Fleet) watch(s *Server) {
 	}
 	f.log.Error("server instance died", "instance", s.ID(), "err", err)
 	f.remove(s)
-	s.closeDBs()
-	_ = s.Instance.Stop(context.Background())
+	// Tell first (nothing new must go there), then clean up, which can take
+	// a while (removing a container).
 	if f.cfg.OnDeath != nil {
 		f.cfg.OnDeath(s, err)
 	}
+	s.closeDBs()
+	_ = s.Instance.Stop(context.Background())
 }
 
 func (f *Fleet) remove(s *Server) {
@@ -218,6 +220,13 @@ func (f *Fleet) remove(s *Server) {
 			return
 		}
 	}
+}
+
+// Starting reports whether servers are being started.
+func (f *Fleet) Starting() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.starting > 0
 }
 
 // Servers returns the running servers, oldest first.

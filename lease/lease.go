@@ -14,6 +14,9 @@ import (
 	"github.com/testdbd/testdbd/strategies"
 )
 
+// resetTimeout bounds one reset.
+const resetTimeout = 5 * time.Minute
+
 // maxEnded is how many ended leases are remembered for clear errors.
 const maxEnded = 10000
 
@@ -110,9 +113,14 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 	}
 	m.mu.Lock()
 	if db == nil {
-		// Handed a database while giving up? Take it after all.
+		// Handed a database while giving up? After a timeout, take it after
+		// all; a caller that is gone gets nothing, and it goes back.
 		select {
 		case db = <-w.ch:
+			if ctx.Err() != nil || failure != nil && testdbd.ErrorCode(failure) != testdbd.EExhausted {
+				m.makeReadyLocked(db)
+				db = nil
+			}
 		default:
 		}
 	}
@@ -265,7 +273,11 @@ func (m *Manager) Reset(ctx context.Context, id string, s testdbd.Strategy) (tes
 	}
 	target := m.targetLocked(db, l.user, s)
 	m.mu.Unlock()
-	rep, err := m.runReset(ctx, db, target)
+	// A reset runs to its end even if the caller goes away: a batch canceled
+	// on the client keeps running on the server, beside the next reset.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resetTimeout)
+	defer cancel()
+	rep, err := m.runReset(rctx, db, target)
 	rep.LeaseID = id
 	if err != nil {
 		return rep, err
@@ -369,6 +381,7 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 			m.log.Error("recycle worker database; dropping it", "database", db.name, "err", err)
 		}
 		m.dropDBLocked(db, "recycle failed")
+		m.reapLocked(db.tpl)
 		m.kickFill()
 		return
 	}

@@ -655,26 +655,110 @@ func TestServerKilled(t *testing.T) {
 	}
 }
 
-// TestMassRelease releases more leases at once than a server has
-// administrative connections: every background reset must finish.
+// TestMassRelease releases and resets more leases at once than a server
+// has administrative connections, after one lease ran DDL (so that every
+// reset on the server compares everything): every reset must finish.
 func TestMassRelease(t *testing.T) {
 	e := newEnv(t, testenv.Providers()[0], 1, lease.Config{PoolSize: 24, MaxDatabases: 24, Clones: 4})
 	e.ensure(t, "app", 24)
 	e.waitPool(t, "app", 24)
-	var ids []string
-	for i := 0; i < 24; i++ {
-		l := e.acquire(t, lease.AcquireRequest{Template: "app"})
-		if _, err := open(t, l).Exec("INSERT INTO users (email, name) VALUES ('m@x', 'm')"); err != nil {
-			t.Fatal(err)
+	acquireAll := func(ddl bool) []string {
+		var ids []string
+		for i := 0; i < 24; i++ {
+			l := e.acquire(t, lease.AcquireRequest{Template: "app"})
+			q := "INSERT INTO users (email, name) VALUES ('m@x', 'm')"
+			if ddl && i == 0 {
+				q = "CREATE TABLE scratch (i INT)"
+			}
+			if _, err := open(t, l).Exec(q); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, l.ID)
 		}
-		ids = append(ids, l.ID)
+		return ids
 	}
-	for _, id := range ids {
-		if _, err := e.m.Release(id); err != nil {
-			t.Fatal(err)
+	for _, ddl := range []bool{false, true} {
+		ids := acquireAll(ddl)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := e.m.Reset(ctx, id, 0); err != nil {
+					t.Errorf("reset with DDL=%v: %v", ddl, err)
+				}
+			}()
+		}
+		wg.Wait()
+		cancel()
+		for _, id := range ids {
+			if _, err := e.m.Release(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		e.waitPool(t, "app", 24)
+		t.Logf("DDL=%v: 24 concurrent resets, then 24 releases back in the pool in %v", ddl, time.Since(start))
+	}
+}
+
+// TestRetiredTemplateIsReaped replaces a template while it has ready and
+// leased databases: all of them go, and the counts stay right.
+func TestRetiredTemplateIsReaped(t *testing.T) {
+	e := newEnv(t, testenv.Providers()[0], 1, lease.Config{PoolSize: 3})
+	e.ensure(t, "app", 3)
+	e.waitPool(t, "app", 3)
+	l := e.acquire(t, lease.AcquireRequest{Template: "app"})
+	e.waitPool(t, "app", 3) // 3 ready and 1 leased
+	files := append(exampleFiles(t), migrations.File{Name: "00009_more.sql", Content: []byte("-- +goose Up\nCREATE TABLE more_stuff (id INT);\n")})
+	if _, err := e.m.EnsureTemplate(context.Background(), lease.TemplateRequest{Name: "app", Files: files, PoolSize: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Release(l.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPool(t, "app", 1)
+	srv := e.fleet.Servers()[0]
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var dbs, users int
+		srv.DB.QueryRow("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'tdb\\_%'").Scan(&dbs)
+		srv.DB.QueryRow("SELECT COUNT(*) FROM mysql.user WHERE User LIKE 'tdbu\\_%'").Scan(&users)
+		s := e.m.Stats()
+		// The new template: its template database and 1 worker with its user.
+		if dbs == 2 && users == 1 && s.Databases == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after replacing the template: %d databases, %d users on the server, %d counted", dbs, users, s.Databases)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCanceledAcquireKeepsNothing gives up waiting while a database frees:
+// no lease may stay behind for a caller that is gone.
+func TestCanceledAcquireKeepsNothing(t *testing.T) {
+	e := newEnv(t, testenv.Providers()[0], 1, lease.Config{PoolSize: 1, MaxDatabases: 1})
+	e.ensure(t, "app", 1)
+	held := e.acquire(t, lease.AcquireRequest{Template: "app"})
+	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.m.Acquire(ctx, lease.AcquireRequest{Template: "app", WaitTimeout: time.Minute})
+			done <- err
+		}()
+		time.Sleep(20 * time.Millisecond)
+		cancel()
+		if err := <-done; err == nil {
+			t.Fatal("a canceled acquire returned a lease")
 		}
 	}
-	start := time.Now()
-	e.waitPool(t, "app", 24)
-	t.Logf("24 databases reset and back in the pool in %v", time.Since(start))
+	e.m.Release(held.ID)
+	e.waitPool(t, "app", 1)
+	if s := e.m.Stats(); s.LeasesActive != 0 {
+		t.Errorf("%d leases active after canceled acquires", s.LeasesActive)
+	}
 }

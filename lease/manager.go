@@ -70,10 +70,12 @@ type Manager struct {
 	stats *stats
 	mem   memory
 
-	ctx    context.Context // canceled by Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	kick   chan struct{} // wakes the pool filler
+	ctx      context.Context // canceled by Close
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	bgMu     sync.Mutex // orders wg.Add before Close's wg.Wait
+	bgClosed bool
+	kick     chan struct{} // wakes the pool filler
 
 	mu        sync.Mutex
 	closed    bool
@@ -167,11 +169,15 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	for _, t := range m.templates {
 		for _, w := range t.waiters {
+			w.reason = "the daemon is shutting down"
 			close(w.gone)
 		}
 		t.waiters = nil
 	}
 	m.mu.Unlock()
+	m.bgMu.Lock()
+	m.bgClosed = true
+	m.bgMu.Unlock()
 	m.cancel()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
@@ -222,7 +228,12 @@ func (m *Manager) adoptLocked(s *instance.Server) *server {
 			st.recalc = set.Actual
 		}
 	}
-	m.servers[s.ID()] = st
+	select {
+	case <-s.Done(): // it died before it was adopted
+		st.dead, st.deathErr = true, s.Err()
+	default:
+		m.servers[s.ID()] = st
+	}
 	return st
 }
 
@@ -260,7 +271,9 @@ func (m *Manager) kickFill() {
 // goBackground runs fn as background work owned by the manager; once Close
 // has begun it runs nothing.
 func (m *Manager) goBackground(fn func(ctx context.Context)) {
-	if m.ctx.Err() != nil {
+	m.bgMu.Lock()
+	defer m.bgMu.Unlock()
+	if m.bgClosed {
 		return
 	}
 	m.wg.Add(1)
@@ -297,6 +310,14 @@ func randomID(prefix string) string {
 
 // errClosed is returned once Close has begun.
 var errClosed = testdbd.Errorf(testdbd.EUnavailable, "the daemon is shutting down")
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
 
 func isCanceled(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)

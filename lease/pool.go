@@ -159,7 +159,7 @@ func (m *Manager) launchLocked(t *template) bool {
 		m.mu.Unlock()
 		if err != nil && !isCanceled(err) {
 			m.log.Error("start server", "err", err)
-			time.Sleep(time.Second) // do not spin on a server that cannot start
+			pause(ctx, time.Second) // do not spin on a server that cannot start
 		}
 		m.kickFill()
 	})
@@ -183,7 +183,7 @@ func (m *Manager) startCreateLocked(t *template, rep *replica) {
 		m.mu.Unlock()
 		if err != nil && !isCanceled(err) {
 			m.log.Error("create worker database", "template", t.name, "err", err)
-			time.Sleep(100 * time.Millisecond)
+			pause(ctx, 100*time.Millisecond)
 		}
 		m.kickFill()
 	})
@@ -205,7 +205,7 @@ func (m *Manager) startReplicaLocked(t *template, st *server) {
 		m.mu.Unlock()
 		if err != nil && !isCanceled(err) {
 			m.log.Error("build template replica", "template", t.name, "instance", st.srv.ID(), "err", err)
-			time.Sleep(time.Second)
+			pause(ctx, time.Second)
 		}
 		m.kickFill()
 	})
@@ -273,8 +273,15 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 	if err != nil {
 		m.removeDBLocked(db)
 		if !isCanceled(err) {
-			m.goBackground(func(ctx context.Context) { _ = migrations.Drop(ctx, st.srv.DB, st.ddl, db.name) })
+			user := db.user
+			m.goBackground(func(ctx context.Context) {
+				if user != "" {
+					_, _ = st.srv.DB.ExecContext(ctx, "DROP USER IF EXISTS "+account(user))
+				}
+				_ = migrations.Drop(ctx, st.srv.DB, st.ddl, db.name)
+			})
 		}
+		m.reapLocked(db.tpl)
 		return fmt.Errorf("create %s: %w", db.name, err)
 	}
 	m.makeReadyLocked(db)
@@ -291,6 +298,7 @@ func (m *Manager) prepareUser(ctx context.Context, db *workerDB) error {
 	q := fmt.Sprintf("CREATE USER %s IDENTIFIED BY '%s'; GRANT ALL PRIVILEGES ON %s.* TO %s",
 		account(user), password, grantName(db.name), account(user))
 	if _, err := st.srv.DB.ExecContext(ctx, q); err != nil {
+		_, _ = st.srv.DB.ExecContext(context.WithoutCancel(ctx), "DROP USER IF EXISTS "+account(user))
 		return fmt.Errorf("create user for %s: %w", db.name, err)
 	}
 	if err := warmLogin(ctx, st.srv.Client, user, password, db.name); err != nil {

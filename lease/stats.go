@@ -219,15 +219,20 @@ type memory struct {
 // data), measured at most once a second.
 func (m *Manager) memoryUsed() int64 {
 	m.mem.mu.Lock()
-	defer m.mem.mu.Unlock()
 	if time.Since(m.mem.at) < time.Second {
-		return m.mem.used
+		used := m.mem.used
+		m.mem.mu.Unlock()
+		return used
 	}
+	m.mem.mu.Unlock()
+	// Measured without the lock: inspecting containers can take a while.
 	var used int64
 	for _, s := range m.fleet.Servers() {
 		used += s.Info(context.Background()).FootprintBytes
 	}
+	m.mem.mu.Lock()
 	m.mem.used, m.mem.at = used, time.Now()
+	m.mem.mu.Unlock()
 	return used
 }
 

@@ -186,11 +186,15 @@ func (m *Manager) buildFirst(ctx context.Context, t *template) {
 		rep, err = m.buildReplica(ctx, t, st, true)
 	}
 	m.mu.Lock()
+	if err == nil && rep.srv.dead {
+		err = testdbd.Errorf(testdbd.EUnavailable, "server instance %s died during the build: %v", rep.srv.srv.ID(), rep.srv.deathErr)
+	}
 	if err != nil {
 		t.state, t.err = TemplateFailed, err
 		t.userError = migrations.IsBuildError(err)
 		t.build.Total = time.Since(start)
 		close(t.done)
+		m.reapLocked(t)
 		m.mu.Unlock()
 		m.log.Warn("template build failed", "template", t.name, "err", err)
 		return
@@ -218,18 +222,33 @@ func (m *Manager) buildFirst(ctx context.Context, t *template) {
 // serverForTemplate returns a server with room for a template's database,
 // starting one if none has room and the limits allow.
 func (m *Manager) serverForTemplate(ctx context.Context, t *template) (*server, error) {
-	m.mu.Lock()
-	var best *server
-	for _, st := range m.servers {
-		if !st.dead && (best == nil || st.tables < best.tables) {
-			best = st
+	for {
+		m.mu.Lock()
+		var best *server
+		for _, st := range m.servers {
+			if !st.dead && (best == nil || st.tables < best.tables) {
+				best = st
+			}
+		}
+		m.mu.Unlock()
+		if best != nil {
+			return best, nil
+		}
+		st, err := m.startServer(ctx)
+		if testdbd.ErrorCode(err) != testdbd.EExhausted || len(m.fleet.Servers()) == 0 && !m.fleet.Starting() {
+			return st, err
+		}
+		// Every allowed server is starting (for another build or the pool
+		// filler): wait for one.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		for _, s := range m.fleet.Servers() {
+			m.adopt(s)
 		}
 	}
-	m.mu.Unlock()
-	if best != nil {
-		return best, nil
-	}
-	return m.startServer(ctx)
 }
 
 // startServer starts a server within --max-instances and the memory budget.
@@ -313,15 +332,11 @@ func (m *Manager) reapLocked(t *template) {
 	if !t.retired {
 		return
 	}
-	var keep []*workerDB
-	for _, db := range t.dbs {
+	for _, db := range append([]*workerDB(nil), t.dbs...) { // dropping edits t.dbs
 		if db.state == dbReady {
 			m.dropDBLocked(db, "template retired")
-			continue
 		}
-		keep = append(keep, db)
 	}
-	t.dbs = keep
 	if len(t.dbs) > 0 || len(t.building) > 0 || t.state == TemplateBuilding {
 		return
 	}

@@ -86,6 +86,12 @@ func Capture(ctx context.Context, db *sql.DB, schema string) (*Schema, error) {
 		return nil, err
 	}
 	defer conn.Close()
+	return CaptureConn(ctx, conn, schema)
+}
+
+// CaptureConn is Capture on a connection the caller holds (it switches the
+// connection's default database to schema).
+func CaptureConn(ctx context.Context, conn *sql.Conn, schema string) (*Schema, error) {
 	s := &Schema{Database: schema, byName: map[string]*Table{}}
 	if _, err := conn.ExecContext(ctx, "USE "+Quote(schema)); err != nil {
 		return nil, fmt.Errorf("capture %s: %w", schema, err)

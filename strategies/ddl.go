@@ -91,9 +91,20 @@ func (c *DDLCounter) unlock(class int) {
 
 // Exec runs query, a batch holding exactly planned statements counted in
 // ddlStatus (and any number of other statements), on db.
+//
+// Given a pool, it takes a connection before waiting for the batch lock:
+// reads hold the lock back while their holders wait for connections.
 func (c *DDLCounter) Exec(ctx context.Context, db interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, planned int, query string) error {
+	if pool, ok := db.(*sql.DB); ok {
+		conn, err := pool.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		db = conn
+	}
 	c.lock(classBatch)
 	defer c.unlock(classBatch)
 	_, err := db.ExecContext(ctx, query)

@@ -99,12 +99,15 @@ func Reset(ctx context.Context, t Target) (testdbd.ResetReport, *Baseline, error
 
 // TakeBaseline reads a freshly cloned database's state.
 func TakeBaseline(ctx context.Context, db, statusDB *sql.DB, flavor testdbd.Flavor, ddl *DDLCounter, database string) (*Baseline, error) {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return nil, err
+	rs := &resetter{t: Target{DB: db, StatusDB: statusDB, Flavor: flavor, Database: database, DDL: ddl}}
+	if statusDB == nil {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		rs.conn = conn
 	}
-	defer conn.Close()
-	rs := &resetter{t: Target{DB: db, StatusDB: statusDB, Flavor: flavor, Database: database, DDL: ddl}, conn: conn}
 	obs, err := rs.observe(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("baseline of %s: %w", database, err)
@@ -368,7 +371,7 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*mig
 func (rs *resetter) fullCheck(ctx context.Context, why string) (*Baseline, error) {
 	phase := time.Now()
 	rs.r.FallbackReason = why + "; checked every table"
-	worker, err := migrations.Capture(ctx, rs.t.DB, rs.t.Database)
+	worker, err := migrations.CaptureConn(ctx, rs.conn, rs.t.Database)
 	var changes []string
 	if err != nil {
 		changes = []string{"database " + rs.t.Database + " could not be read (" + err.Error() + ")"}
