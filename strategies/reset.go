@@ -295,11 +295,6 @@ func (rs *resetter) rollback(ctx context.Context, candidates []*migrations.Table
 	return rs.restoreAndRewind(ctx, committed, rewind, obs, testdbd.StrategySnapshot)
 }
 
-// restore puts every dirty table back by the given strategy.
-func (rs *resetter) restore(ctx context.Context, dirty []*migrations.Table, obs *observation, how testdbd.Strategy) (*Baseline, error) {
-	return rs.restoreAndRewind(ctx, dirty, nil, obs, how)
-}
-
 // restoreAndRewind restores tables (truncate: TRUNCATE + copy; snapshot:
 // DELETE + copy) and sets AUTO_INCREMENT where it is not the template's,
 // with the restored tables' triggers dropped around the copy so that they

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,17 +103,8 @@ func startDaemon(t *testing.T, stateDir string, args ...string) *proc {
 
 func (p *proc) getJSON(t *testing.T, path string, v any) {
 	t.Helper()
-	resp, err := http.Get("http://" + p.httpAddr + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("GET %s: %v: %s", path, err, b)
+	if code := p.call(t, "GET", path, "", v); code != 200 {
+		t.Fatalf("GET %s: %d", path, code)
 	}
 }
 

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -72,17 +69,8 @@ type dockerInstanceJSON struct {
 func (p *proc) postJSON(t *testing.T, path string, v, out any) {
 	t.Helper()
 	body, _ := json.Marshal(v)
-	resp, err := http.Post("http://"+p.httpAddr+path, "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatalf("POST %s: %v: %s", path, err, b)
+	if code := p.call(t, "POST", path, string(body), out); code != 200 {
+		t.Fatalf("POST %s: %d", path, code)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 	"github.com/testdbd/testdbd/internal/testenv"
 )
 
-// call sends a JSON request to the daemon and decodes the answer into v.
+// call sends a JSON request to the daemon, decodes the answer into v (when
+// not nil) and returns the HTTP status.
 func (p *proc) call(t *testing.T, method, path, body string, v any) int {
 	t.Helper()
 	req, err := http.NewRequest(method, "http://"+p.httpAddr+path, strings.NewReader(body))
@@ -31,7 +32,7 @@ func (p *proc) call(t *testing.T, method, path, body string, v any) int {
 	b, _ := io.ReadAll(resp.Body)
 	if v != nil {
 		if err := json.NewDecoder(bytes.NewReader(b)).Decode(v); err != nil {
-			t.Fatalf("%s %s: %v: %s", method, path, err, b)
+			t.Fatalf("%s %s: %d %v: %s", method, path, resp.StatusCode, err, b)
 		}
 	}
 	return resp.StatusCode

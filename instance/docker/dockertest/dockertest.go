@@ -18,7 +18,6 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 
-	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/docker"
 )
 
@@ -91,33 +90,6 @@ func Provider(tb testing.TB) *docker.Provider {
 		}
 	})
 	return p
-}
-
-// Fleet returns a fleet of up to max server containers, stopped at the end
-// of the test.
-func Fleet(tb testing.TB, max int) *instance.Fleet {
-	tb.Helper()
-	f := instance.NewFleet(Provider(tb), instance.FleetConfig{MaxInstances: max,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = f.Close(ctx)
-	})
-	return f
-}
-
-// Server starts one server container and returns it with its admin pool.
-func Server(tb testing.TB) *instance.Server {
-	tb.Helper()
-	f := Fleet(tb, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := f.Start(ctx)
-	if err != nil {
-		tb.Fatalf("start server container: %v", err)
-	}
-	return s
 }
 
 // containers lists the ids of the containers labelled with owner.

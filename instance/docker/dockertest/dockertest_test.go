@@ -6,10 +6,11 @@ import (
 
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/docker/dockertest"
+	"github.com/testdbd/testdbd/internal/testenv"
 )
 
 func TestServer(t *testing.T) {
-	s := dockertest.Server(t)
+	s := testenv.ServerOf(t, testenv.Providers()[1])
 	info := s.Info(context.Background())
 	if info.Provider != "docker" || !info.DatadirOnTmpfs || info.Image != dockertest.Image() {
 		t.Errorf("info: %+v", info)
