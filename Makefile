@@ -14,6 +14,8 @@ BUF_VERSION             := v1.75.0
 PROTOC_GEN_GO_VERSION   := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.6.2
 GATEWAY_VERSION         := v2.33.0
+GOLANGCI_VERSION        := v2.15.0
+GOLANGCI                := $(CURDIR)/.tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-lint
 
 .PHONY: run test build deps deps-examples lint generate check-generated tools clean property
 
@@ -35,10 +37,15 @@ deps:
 deps-examples:
 	@scripts/install-deps.sh examples
 
-lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+## lint: golangci-lint (pinned; the linters are chosen in .golangci.yml:
+## gofmt, go vet and bug-finding checks) and a tidy go.mod
+lint: $(GOLANGCI)
+	$(GOLANGCI) run ./...
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+
+$(GOLANGCI):
+	@echo "building golangci-lint $(GOLANGCI_VERSION) (a few minutes, once)"
+	GOBIN=$(dir $(GOLANGCI)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
 
 tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc $(TOOLS)/protoc-gen-grpc-gateway $(TOOLS)/protoc-gen-openapiv2
 
@@ -85,7 +92,7 @@ property: deps
 
 ## bench: the benchmark (about 5 minutes on 2 cores): baselines and testdbd side
 ## by side; writes docs/benchmarks.json (raw samples), docs/benchmarks.md and
-## docs/benchmarks-reset.svg. `go run ./bench --quick` is the one-minute check.
+## docs/benchmarks-reset.svg. `go run ./cmd/bench --quick` is the one-minute check.
 .PHONY: bench
 bench: deps
 	$(GO) run ./bench --out docs $(BENCH_ARGS)

@@ -17,6 +17,13 @@ const (
 	EAuth        = "auth"        // missing or wrong token
 )
 
+// Sentinel causes of ENotFound errors, so that each edge (REST, CLI, SDK)
+// can say in its own terms how to create what is missing.
+var (
+	ErrNoTemplate = errors.New("no such template")
+	ErrNoLease    = errors.New("no such lease")
+)
+
 // Error is an error with a code and a message meant for the user: it says
 // what went wrong and what to do.
 type Error struct {
@@ -44,4 +51,10 @@ func ErrorCode(err error) string {
 		return e.Code
 	}
 	return EInternal
+}
+
+// Wrapf adds context to err ("context: err") and keeps err's code, so that
+// a timeout stays a timeout however many layers add to its message.
+func Wrapf(err error, format string, args ...any) *Error {
+	return &Error{Code: ErrorCode(err), Message: fmt.Sprintf(format, args...) + ": " + err.Error(), Err: err}
 }

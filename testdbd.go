@@ -1,10 +1,3 @@
-// Package testdbd is the vocabulary of the testdbd daemon: server instances,
-// the providers that start them, reset strategies and their reports.
-//
-// Implementations live in subpackages: instance/native and instance/docker
-// start servers, migrations builds and clones templates, strategies resets
-// worker databases, lease hands them out, and server exposes it all over
-// gRPC and REST. cmd/testdbd wires them together.
 package testdbd
 
 import (
@@ -79,6 +72,18 @@ type Setting struct {
 	OK        bool   // whether Actual means the same as Requested
 }
 
+// Mismatched describes the settings that did not take, e.g.
+// "max_connections (asked 512, runs with 214)".
+func Mismatched(s []Setting) []string {
+	var bad []string
+	for _, x := range s {
+		if !x.OK {
+			bad = append(bad, fmt.Sprintf("%s (asked %s, runs with %s)", x.Name, x.Requested, x.Actual))
+		}
+	}
+	return bad
+}
+
 // InstanceInfo describes a running (or failed) server instance.
 type InstanceInfo struct {
 	ID             string
@@ -118,8 +123,8 @@ type Instance interface {
 	Admin() Endpoint
 	// Engine is the server's flavor and version.
 	Engine() Engine
-	// Client is the TCP address handed to leases.
-	Client() (host string, port int)
+	// ClientAddr is the TCP address handed to leases.
+	ClientAddr() (host string, port int)
 	// Done is closed when the server process has exited, for whatever reason.
 	Done() <-chan struct{}
 	// Err says why the server exited, once Done is closed.
@@ -152,9 +157,10 @@ type Provider interface {
 // Strategy is how a leased database is brought back to its template.
 type Strategy int
 
-// The reset strategies. StrategyDefault means the daemon's default (snapshot).
+// The reset strategies. StrategyUnspecified is a request that names none:
+// a lease then gets the daemon's default strategy, a reset its lease's.
 const (
-	StrategyDefault Strategy = iota
+	StrategyUnspecified Strategy = iota
 	StrategyTruncate
 	StrategySnapshot
 	StrategyRollback
@@ -172,23 +178,18 @@ func (s Strategy) String() string {
 	case StrategyRollback:
 		return "rollback"
 	default:
-		return "default"
+		return "unspecified"
 	}
 }
 
-// ParseStrategy parses a strategy name ("truncate", "snapshot", "rollback").
+// ParseStrategy parses a strategy name: truncate, snapshot or rollback.
 func ParseStrategy(s string) (Strategy, error) {
-	switch strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "STRATEGY_")) {
-	case "truncate":
-		return StrategyTruncate, nil
-	case "snapshot":
-		return StrategySnapshot, nil
-	case "rollback":
-		return StrategyRollback, nil
-	case "", "default", "unspecified":
-		return StrategyDefault, nil
+	for _, st := range Strategies {
+		if s == st.String() {
+			return st, nil
+		}
 	}
-	return 0, Errorf(EInvalid, "unknown strategy %q: use truncate, snapshot or rollback", s)
+	return StrategyUnspecified, Errorf(EInvalid, "unknown strategy %q: use truncate, snapshot or rollback", s)
 }
 
 // ResetPhases are the timed phases of a reset.

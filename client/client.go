@@ -197,7 +197,7 @@ func (c *Client) RenewLease(ctx context.Context, id string, ttl time.Duration) (
 }
 
 // ResetLease brings the leased database back to its template now and
-// returns the report (POST /v1/leases/{id}:reset). StrategyDefault runs
+// returns the report (POST /v1/leases/{id}:reset). StrategyUnspecified runs
 // the lease's own strategy.
 func (c *Client) ResetLease(ctx context.Context, id string, s Strategy) (*ResetReport, error) {
 	body := struct {
@@ -283,7 +283,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return decodeError(resp.StatusCode, b)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: the daemon's answer is not the JSON expected (%v); is %s a testdbd daemon's REST address?", method, path, err, c.base)
+		return fmt.Errorf("%s %s: the daemon's answer is not the JSON expected (%w); is %s a testdbd daemon's REST address?", method, path, err, c.base)
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ func TestLeaseLifecycle(t *testing.T) {
 		t.Fatalf("%d users after the insert", n)
 	}
 
-	rep, err := c.ResetLease(ctx, l.ID, client.StrategyDefault)
+	rep, err := c.ResetLease(ctx, l.ID, client.StrategyUnspecified)
 	if err != nil {
 		t.Fatalf("ResetLease: %v", err)
 	}
@@ -115,7 +115,7 @@ func TestLeaseLifecycle(t *testing.T) {
 			t.Fatal("the released lease's credentials still work after 10 s")
 		}
 	}
-	_, err = c.ResetLease(ctx, l.ID, client.StrategyDefault)
+	_, err = c.ResetLease(ctx, l.ID, client.StrategyUnspecified)
 	if code := client.ErrorCode(err); code != client.CodeFailedPrecondition || !strings.Contains(err.Error(), "released") {
 		t.Errorf("reset after release: %v (%v)", err, code)
 	}
@@ -168,7 +168,7 @@ func TestDaemonErrors(t *testing.T) {
 			_, err := c.AcquireLease(ctx, client.AcquireLeaseRequest{Template: "x", Strategy: "STRATEGY_FAST"})
 			return err
 		}, client.CodeInvalidArgument, 400, "strategy"},
-		{"unknown lease", func() error { _, err := c.ResetLease(ctx, "l-nope", client.StrategyDefault); return err },
+		{"unknown lease", func() error { _, err := c.ResetLease(ctx, "l-nope", client.StrategyUnspecified); return err },
 			client.CodeNotFound, 404, "acquire one"},
 		{"broken migration", func() error {
 			_, err := c.EnsureTemplate(ctx, client.EnsureTemplateRequest{Name: "broken", Migrations: []client.MigrationFile{
@@ -265,7 +265,7 @@ func TestParseAddr(t *testing.T) {
 
 func TestParseStrategy(t *testing.T) {
 	for in, want := range map[string]client.Strategy{
-		"": client.StrategyDefault, "default": client.StrategyDefault, "truncate": client.StrategyTruncate,
+		"": client.StrategyUnspecified, "default": client.StrategyUnspecified, "truncate": client.StrategyTruncate,
 		"Snapshot": client.StrategySnapshot, "STRATEGY_ROLLBACK": client.StrategyRollback, "rollback": client.StrategyRollback,
 	} {
 		if got, err := client.ParseStrategy(in); err != nil || got != want {

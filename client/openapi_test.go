@@ -97,7 +97,7 @@ func TestTypesMatchOpenAPI(t *testing.T) {
 
 func checkEnum(t *testing.T, name string, values []string) {
 	known := map[string][]string{
-		"v1Strategy": {string(client.StrategyDefault), string(client.StrategyTruncate),
+		"v1Strategy": {string(client.StrategyUnspecified), string(client.StrategyTruncate),
 			string(client.StrategySnapshot), string(client.StrategyRollback)},
 		"v1TemplateState": {"TEMPLATE_STATE_UNSPECIFIED", string(client.TemplateBuilding),
 			string(client.TemplateReady), string(client.TemplateFailed)},

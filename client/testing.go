@@ -49,7 +49,7 @@ type TestOptions struct {
 	// template.
 	SeedSQL string
 
-	// Strategy resets the database after the test. StrategyDefault means
+	// Strategy resets the database after the test. StrategyUnspecified means
 	// the daemon's default (snapshot). TestTx always uses StrategyRollback.
 	Strategy Strategy
 	// TTL is the lease's time to live; it must outlast the test. 0 means

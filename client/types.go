@@ -15,13 +15,13 @@ import (
 // values are the API's enum names.
 type Strategy string
 
-// The strategies. StrategyDefault leaves the choice to the daemon (its
+// The strategies. StrategyUnspecified leaves the choice to the daemon (its
 // --strategy flag, snapshot unless set).
 const (
-	StrategyDefault  Strategy = "STRATEGY_UNSPECIFIED"
-	StrategyTruncate Strategy = "STRATEGY_TRUNCATE"
-	StrategySnapshot Strategy = "STRATEGY_SNAPSHOT"
-	StrategyRollback Strategy = "STRATEGY_ROLLBACK"
+	StrategyUnspecified Strategy = "STRATEGY_UNSPECIFIED"
+	StrategyTruncate    Strategy = "STRATEGY_TRUNCATE"
+	StrategySnapshot    Strategy = "STRATEGY_SNAPSHOT"
+	StrategyRollback    Strategy = "STRATEGY_ROLLBACK"
 )
 
 // ParseStrategy accepts "truncate", "snapshot", "rollback" (any case, with
@@ -30,7 +30,7 @@ const (
 func ParseStrategy(s string) (Strategy, error) {
 	switch strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(s)), "STRATEGY_") {
 	case "", "DEFAULT", "UNSPECIFIED":
-		return StrategyDefault, nil
+		return StrategyUnspecified, nil
 	case "TRUNCATE":
 		return StrategyTruncate, nil
 	case "SNAPSHOT":

@@ -26,7 +26,7 @@ type FleetConfig struct {
 	AdminConns int
 	// OnDeath is called (in its own goroutine) when a server exits without
 	// being stopped. The fleet has already removed it from its list.
-	OnDeath func(s *Server, err error)
+	OnDeath func(s *Member, err error)
 	Logger  *slog.Logger
 }
 
@@ -39,14 +39,14 @@ type Fleet struct {
 	log      *slog.Logger
 
 	mu       sync.Mutex
-	servers  []*Server
+	servers  []*Member
 	starting int
 	closed   bool
 	wg       sync.WaitGroup
 }
 
-// Server is a running instance with the daemon's administrative connections.
-type Server struct {
+// Member is a running instance with the daemon's administrative connections.
+type Member struct {
 	testdbd.Instance
 	// DB is a pool of administrative connections (multi-statements on).
 	DB *sql.DB
@@ -86,7 +86,7 @@ func (f *Fleet) MaxInstances() int { return f.cfg.MaxInstances }
 // Start starts one more server, waits until it answers, opens its admin
 // pool and reads its settings back. It fails with EExhausted when
 // MaxInstances servers are already running or starting.
-func (f *Fleet) Start(ctx context.Context) (*Server, error) {
+func (f *Fleet) Start(ctx context.Context) (*Member, error) {
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -105,7 +105,7 @@ func (f *Fleet) Start(ctx context.Context) (*Server, error) {
 	f.starting--
 	if err == nil && f.closed {
 		err = testdbd.Errorf(testdbd.EUnavailable, "the daemon is shutting down")
-		defer s.stop(context.WithoutCancel(ctx))
+		defer func() { _ = s.stop(context.WithoutCancel(ctx)) }()
 	} else if err == nil {
 		f.servers = append(f.servers, s)
 		f.wg.Add(1)
@@ -118,7 +118,7 @@ func (f *Fleet) Start(ctx context.Context) (*Server, error) {
 	return s, nil
 }
 
-func (f *Fleet) start(ctx context.Context) (*Server, error) {
+func (f *Fleet) start(ctx context.Context) (*Member, error) {
 	flavor := f.provider.Engine().Flavor
 	inst, err := f.provider.Start(ctx, testdbd.StartOptions{
 		Args:           Args(flavor, f.cfg.Settings),
@@ -127,7 +127,7 @@ func (f *Fleet) start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Instance: inst, Flavor: flavor, fleet: f, stopped: make(chan struct{})}
+	s := &Member{Instance: inst, Flavor: flavor, fleet: f, stopped: make(chan struct{})}
 	s.DB, err = OpenAdmin(inst.Admin(), f.cfg.AdminConns)
 	if err == nil {
 		s.StatusDB, err = OpenAdmin(inst.Admin(), 2)
@@ -136,13 +136,13 @@ func (f *Fleet) start(ctx context.Context) (*Server, error) {
 		var st []testdbd.Setting
 		if st, err = ReadSettings(ctx, s.DB, flavor, f.cfg.Settings); err == nil {
 			s.Settings = st
-			if bad := Mismatched(st); len(bad) > 0 {
+			if bad := testdbd.Mismatched(st); len(bad) > 0 {
 				f.log.Warn("server runs with settings other than those asked for", "instance", inst.ID(), "settings", bad)
 			}
 		}
 	}
 	if err != nil {
-		s.stop(context.WithoutCancel(ctx))
+		_ = s.stop(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("instance %s: %w", inst.ID(), err)
 	}
 	return s, nil
@@ -184,7 +184,7 @@ func OpenDatabase(e testdbd.Endpoint, database string, maxConns int) (*sql.DB, e
 
 // watch waits for a server to exit; if nobody stopped it, it is removed from
 // the fleet, its files are cleaned up and OnDeath is told.
-func (f *Fleet) watch(s *Server) {
+func (f *Fleet) watch(s *Member) {
 	defer f.wg.Done()
 	select {
 	case <-s.stopped:
@@ -211,7 +211,7 @@ func (f *Fleet) watch(s *Server) {
 	_ = s.Instance.Stop(context.Background())
 }
 
-func (f *Fleet) remove(s *Server) {
+func (f *Fleet) remove(s *Member) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, x := range f.servers {
@@ -229,38 +229,20 @@ func (f *Fleet) Starting() bool {
 	return f.starting > 0
 }
 
-// Servers returns the running servers, oldest first.
-func (f *Fleet) Servers() []*Server {
+// Members returns the running instances, oldest first.
+func (f *Fleet) Members() []*Member {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]*Server(nil), f.servers...)
+	return append([]*Member(nil), f.servers...)
 }
 
-// Get returns the running server with the given id.
-func (f *Fleet) Get(id string) (*Server, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, s := range f.servers {
-		if s.ID() == id {
-			return s, true
-		}
-	}
-	return nil, false
-}
-
-// Stop stops one server and removes it from the fleet.
-func (f *Fleet) Stop(ctx context.Context, s *Server) error {
-	f.remove(s)
-	return s.stop(ctx)
-}
-
-func (s *Server) stop(ctx context.Context) error {
+func (s *Member) stop(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopped) })
 	s.closeDBs()
 	return s.Instance.Stop(ctx)
 }
 
-func (s *Server) closeDBs() {
+func (s *Member) closeDBs() {
 	for _, db := range []*sql.DB{s.DB, s.StatusDB} {
 		if db != nil {
 			_ = db.Close()
@@ -284,7 +266,7 @@ func (f *Fleet) Close(ctx context.Context) error {
 }
 
 // Info is the instance's description with the settings read back.
-func (s *Server) Info(ctx context.Context) testdbd.InstanceInfo {
+func (s *Member) Info(ctx context.Context) testdbd.InstanceInfo {
 	info := s.Instance.Info(ctx)
 	info.Settings = s.Settings
 	return info
@@ -292,7 +274,7 @@ func (s *Server) Info(ctx context.Context) testdbd.InstanceInfo {
 
 // Describe returns the server's description with the number of databases on
 // it counted now (system schemas excluded).
-func (s *Server) Describe(ctx context.Context) (testdbd.InstanceInfo, int) {
+func (s *Member) Describe(ctx context.Context) (testdbd.InstanceInfo, int) {
 	info := s.Info(ctx)
 	var n int
 	err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.SCHEMATA

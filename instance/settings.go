@@ -1,7 +1,3 @@
-// Package instance holds what every provider shares: the disposable-data
-// server settings, reading them back from a running server, admin
-// connections, and the Fleet that starts, watches and replaces instances
-// within capacity limits.
 package instance
 
 import (
@@ -156,17 +152,6 @@ func ReadSettings(ctx context.Context, db *sql.DB, flavor testdbd.Flavor, c Conf
 		out[i] = testdbd.Setting{Name: s.variable, Requested: s.want, Actual: actual, OK: sameValue(s.variable, s.want, actual)}
 	}
 	return out, nil
-}
-
-// Mismatched returns the names of the settings that did not take.
-func Mismatched(s []testdbd.Setting) []string {
-	var bad []string
-	for _, x := range s {
-		if !x.OK {
-			bad = append(bad, fmt.Sprintf("%s (asked %s, runs with %s)", x.Name, x.Requested, x.Actual))
-		}
-	}
-	return bad
 }
 
 // sameValue compares a requested and an actual value the way the server

@@ -11,7 +11,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/internal/random"
 	"github.com/testdbd/testdbd/strategies"
+	"github.com/testdbd/testdbd/templates"
 )
 
 // resetTimeout bounds one reset.
@@ -46,8 +48,8 @@ type lease struct {
 func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, error) {
 	start := time.Now()
 	strategy := req.Strategy
-	if strategy == testdbd.StrategyDefault {
-		strategy = m.cfg.DefaultStrategy
+	if strategy == testdbd.StrategyUnspecified {
+		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "no reset strategy: name one of truncate, snapshot or rollback")
 	}
 	ttl, wait := req.TTL, req.WaitTimeout
 	if ttl == 0 {
@@ -77,10 +79,10 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 		m.mu.Unlock()
 		return LeaseInfo{}, notFoundTemplate(req.Template)
 	}
-	if t.state != TemplateReady {
+	if t.state != templates.Ready {
 		state, err := t.state, t.err
 		m.mu.Unlock()
-		if state == TemplateFailed {
+		if state == templates.Failed {
 			return LeaseInfo{}, testdbd.Errorf(testdbd.EConflict, "template %s failed to build: %v; fix the migrations and call EnsureTemplate again", req.Template, err)
 		}
 		return LeaseInfo{}, testdbd.Errorf(testdbd.EUnavailable, "template %s is still building: wait for EnsureTemplate to return, then acquire", req.Template)
@@ -89,7 +91,7 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 		l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, 0)
 		info := m.leaseInfoLocked(l)
 		m.mu.Unlock()
-		m.stats.acquired(time.Since(start), 0)
+		m.stats.Acquired(time.Since(start), 0)
 		return info, nil
 	}
 	w := &waiter{worker: req.Worker, ch: make(chan *workerDB, 1), gone: make(chan struct{})}
@@ -128,7 +130,7 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 		t.removeWaiterLocked(w)
 		m.mu.Unlock()
 		if testdbd.ErrorCode(failure) == testdbd.EExhausted {
-			m.stats.exhausted()
+			m.stats.Exhausted()
 		}
 		return LeaseInfo{}, failure
 	}
@@ -136,7 +138,7 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 	l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, waited)
 	info := m.leaseInfoLocked(l)
 	m.mu.Unlock()
-	m.stats.acquired(waited, waited)
+	m.stats.Acquired(waited, waited)
 	return info, nil
 }
 
@@ -190,7 +192,7 @@ func (t *template) removeWaiterLocked(w *waiter) {
 
 func (m *Manager) newLeaseLocked(t *template, db *workerDB, worker string, s testdbd.Strategy, ttl, waited time.Duration) *lease {
 	now := time.Now()
-	l := &lease{id: randomID("l-"), tpl: t, db: db, strategy: s, worker: worker, user: db.user, password: db.password,
+	l := &lease{id: "l-" + random.Hex(8), tpl: t, db: db, strategy: s, worker: worker, user: db.user, password: db.password,
 		ttl: ttl, acquired: now, expires: now.Add(ttl), waited: waited, state: LeaseActive}
 	db.state, db.lease, db.lastUsed = dbLeased, l, now
 	if worker != "" {
@@ -199,7 +201,7 @@ func (m *Manager) newLeaseLocked(t *template, db *workerDB, worker string, s tes
 	m.leases[l.id] = l
 	id := l.id
 	l.timer = time.AfterFunc(ttl, func() { m.expire(id) })
-	m.stats.poolChanged(t.name, t.countsLocked())
+	m.poolChangedLocked(t)
 	return l
 }
 
@@ -257,7 +259,7 @@ func (m *Manager) Reset(ctx context.Context, id string, s testdbd.Strategy) (tes
 		m.mu.Unlock()
 		return testdbd.ResetReport{}, err
 	}
-	if s == testdbd.StrategyDefault {
+	if s == testdbd.StrategyUnspecified {
 		s = l.strategy
 	}
 	db := l.db
@@ -317,7 +319,7 @@ func (m *Manager) expire(id string) {
 		return // renewed in the meantime, or already ended
 	}
 	m.log.Warn("lease expired", "lease", id, "template", l.tpl.name, "database", l.db.name, "ttl", l.ttl)
-	m.stats.expired()
+	m.stats.Expired()
 	m.endLeaseLocked(l, LeaseExpired, fmt.Sprintf("expired at %s after its TTL of %v", l.expires.UTC().Format(time.RFC3339), l.ttl))
 }
 
@@ -340,11 +342,11 @@ func (m *Manager) endLeaseLocked(l *lease, state, why string) {
 	}
 	db := l.db
 	db.lease = nil
-	if state == LeaseFailed || db.rep.srv.dead {
+	if state == LeaseFailed || db.rep.host.dead {
 		return
 	}
 	db.state = dbResetting
-	m.stats.poolChanged(l.tpl.name, l.tpl.countsLocked())
+	m.poolChangedLocked(l.tpl)
 	strategy := l.strategy
 	m.goBackground(func(ctx context.Context) { m.recycle(ctx, db, strategy) })
 }
@@ -373,7 +375,7 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 		"detect", rep.Phases.Detect, "restore", rep.Phases.Restore, "new_user", time.Since(t2), "err", err)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if db.rep.srv.dead {
+	if db.rep.host.dead {
 		return
 	}
 	if err != nil {
@@ -393,8 +395,8 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 
 // targetLocked describes db for a reset.
 func (m *Manager) targetLocked(db *workerDB, user string, s testdbd.Strategy) strategies.Target {
-	st := db.rep.srv
-	return strategies.Target{DB: st.srv.DB, StatusDB: st.srv.StatusDB, Flavor: st.srv.Flavor, DDL: st.ddl, Schema: db.rep.schema,
+	st := db.rep.host
+	return strategies.Target{DB: st.DB, StatusDB: st.StatusDB, Flavor: st.Flavor, DDL: st.ddl, Schema: db.rep.schema,
 		Database: db.name, User: user, Baseline: db.baseline, Untrusted: st.untrusted(), Strategy: s}
 }
 
@@ -405,16 +407,16 @@ func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.
 	m.mu.Lock()
 	db.baseline = base // nil after a failure: the next reset checks everything
 	m.mu.Unlock()
-	m.stats.reset(rep, err)
+	m.stats.Reset(rep, err)
 	if err != nil {
-		st := db.rep.srv
+		st := db.rep.host
 		m.mu.Lock()
 		dead, deathErr := st.dead, st.deathErr
 		m.mu.Unlock()
 		if dead {
-			return rep, testdbd.Errorf(testdbd.EUnavailable, "server instance %s died (%v): acquire a new lease", st.srv.ID(), deathErr)
+			return rep, testdbd.Errorf(testdbd.EUnavailable, "server instance %s died (%v): acquire a new lease", st.ID(), deathErr)
 		}
-		return rep, testdbd.Errorf(testdbd.EInternal, "reset of %s failed: %w", db.name, err)
+		return rep, testdbd.Wrapf(err, "reset of %s failed", db.name)
 	}
 	return rep, nil
 }
@@ -441,11 +443,12 @@ func (m *Manager) endedError(l *lease) error {
 }
 
 func notFoundLease(id string) error {
-	return testdbd.Errorf(testdbd.ENotFound, "no lease %q: it never existed or ended long ago; acquire one with AcquireLease (POST /v1/leases)", id)
+	return &testdbd.Error{Code: testdbd.ENotFound, Err: testdbd.ErrNoLease,
+		Message: fmt.Sprintf("no lease %q: it never existed or ended long ago", id)}
 }
 
 func (m *Manager) leaseInfoLocked(l *lease) LeaseInfo {
-	host, port := l.db.rep.srv.srv.Client()
+	host, port := l.db.rep.host.ClientAddr()
 	cfg := mysql.NewConfig()
 	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(port))
 	cfg.User, cfg.Passwd, cfg.DBName = l.user, l.password, l.db.name
@@ -453,7 +456,7 @@ func (m *Manager) leaseInfoLocked(l *lease) LeaseInfo {
 	return LeaseInfo{
 		ID: l.id, Template: l.tpl.name, TemplateHash: l.tpl.hash, Strategy: l.strategy, Worker: l.worker,
 		Database: l.db.name, Host: host, Port: port, User: l.user, Password: l.password,
-		DSN: cfg.FormatDSN(), URL: u.String(), InstanceID: l.db.rep.srv.srv.ID(), State: l.state,
+		DSN: cfg.FormatDSN(), URL: u.String(), InstanceID: l.db.rep.host.ID(), State: l.state,
 		AcquiredAt: l.acquired, ExpiresAt: l.expires, TTL: l.ttl, Waited: l.waited, Resets: l.resets,
 	}
 }

@@ -26,9 +26,10 @@ import (
 	"github.com/testdbd/testdbd/internal/workload"
 	"github.com/testdbd/testdbd/lease"
 	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/templates"
 )
 
-var stressFor = flag.Duration("stress.duration", 10*time.Second, "how long TestStress runs (the issue's bar: 1m)")
+var stressFor = flag.Duration("stress.duration", 10*time.Second, "how long TestStress runs (run it for 1m to soak the lease manager)")
 
 func TestMain(m *testing.M) {
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
@@ -48,7 +49,7 @@ func newEnv(t *testing.T, p testenv.Provider, maxInstances int, cfg lease.Config
 	e := &env{}
 	e.fleet = instance.NewFleet(p.New(t), instance.FleetConfig{
 		MaxInstances: maxInstances, Logger: testenv.Logger(t),
-		OnDeath: func(s *instance.Server, err error) { e.m.OnInstanceDeath(s, err) },
+		OnDeath: func(s *instance.Member, err error) { e.m.OnInstanceDeath(s, err) },
 	})
 	cfg.Fleet, cfg.Logger = e.fleet, testenv.Logger(t)
 	e.m = lease.New(cfg)
@@ -75,13 +76,13 @@ func exampleFiles(t *testing.T) []migrations.File {
 	return files
 }
 
-func (e *env) ensure(t *testing.T, name string, poolSize int) lease.TemplateInfo {
+func (e *env) ensure(t *testing.T, name string, poolSize int) templates.Info {
 	t.Helper()
-	info, err := e.m.EnsureTemplate(context.Background(), lease.TemplateRequest{Name: name, Files: exampleFiles(t), PoolSize: poolSize})
+	info, err := e.m.EnsureTemplate(context.Background(), templates.Request{Name: name, Files: exampleFiles(t), PoolSize: poolSize})
 	if err != nil {
 		t.Fatalf("ensure %s: %v", name, err)
 	}
-	if info.State != lease.TemplateReady {
+	if info.State != templates.Ready {
 		t.Fatalf("template %s: %+v", name, info)
 	}
 	return info
@@ -97,7 +98,7 @@ func (e *env) acquire(t *testing.T, req lease.AcquireRequest) lease.LeaseInfo {
 }
 
 // waitPool waits until the template's pool reaches the given ready count.
-func (e *env) waitPool(t *testing.T, name string, ready int) lease.PoolCounts {
+func (e *env) waitPool(t *testing.T, name string, ready int) templates.PoolCounts {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -131,8 +132,8 @@ func TestIsolation(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			e := newEnv(t, p, 1, lease.Config{PoolSize: 2})
 			e.ensure(t, "app", 2)
-			a := e.acquire(t, lease.AcquireRequest{Template: "app"})
-			b := e.acquire(t, lease.AcquireRequest{Template: "app"})
+			a := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
+			b := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
 			if a.Database == b.Database || a.User == b.User || a.Password == b.Password {
 				t.Fatalf("two leases share a database or credentials: %+v %+v", a, b)
 			}
@@ -203,7 +204,7 @@ func TestExpiry(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			e := newEnv(t, p, 1, lease.Config{PoolSize: 1, MaxDatabases: 1})
 			e.ensure(t, "app", 1)
-			l := e.acquire(t, lease.AcquireRequest{Template: "app", TTL: time.Second})
+			l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", TTL: time.Second})
 			db := open(t, l)
 			db.SetMaxIdleConns(1)
 			conn, err := db.Conn(context.Background())
@@ -215,7 +216,7 @@ func TestExpiry(t *testing.T) {
 			}
 			// The next lease gets the same (only) database once the first expired and
 			// it was reset.
-			next, err := e.m.Acquire(context.Background(), lease.AcquireRequest{Template: "app", WaitTimeout: 10 * time.Second})
+			next, err := e.m.Acquire(context.Background(), lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: 10 * time.Second})
 			if err != nil {
 				t.Fatalf("acquire after expiry: %v", err)
 			}
@@ -262,7 +263,7 @@ func TestRenew(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			e := newEnv(t, p, 1, lease.Config{PoolSize: 1})
 			e.ensure(t, "app", 1)
-			l := e.acquire(t, lease.AcquireRequest{Template: "app", TTL: time.Second})
+			l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", TTL: time.Second})
 			for i := 0; i < 4; i++ {
 				time.Sleep(500 * time.Millisecond)
 				r, err := e.m.Renew(l.ID, 0)
@@ -285,11 +286,11 @@ func TestFIFOAndCapacityError(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			e := newEnv(t, p, 1, lease.Config{PoolSize: 1, MaxDatabases: 1})
 			e.ensure(t, "app", 1)
-			first := e.acquire(t, lease.AcquireRequest{Template: "app"})
+			first := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
 
 			// Capacity: the one database is leased; a short wait fails with a
 			// message naming the limit.
-			_, err := e.m.Acquire(context.Background(), lease.AcquireRequest{Template: "app", WaitTimeout: 200 * time.Millisecond})
+			_, err := e.m.Acquire(context.Background(), lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: 200 * time.Millisecond})
 			if testdbd.ErrorCode(err) != testdbd.EExhausted || !strings.Contains(err.Error(), "--max-databases=1") ||
 				!strings.Contains(err.Error(), "waiting ahead") {
 				t.Fatalf("capacity error: %v", err)
@@ -303,7 +304,7 @@ func TestFIFOAndCapacityError(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					l, err := e.m.Acquire(context.Background(), lease.AcquireRequest{Template: "app", WaitTimeout: 30 * time.Second})
+					l, err := e.m.Acquire(context.Background(), lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: 30 * time.Second})
 					if err != nil {
 						t.Errorf("waiter %d: %v", i, err)
 						return
@@ -356,7 +357,7 @@ func TestReleaseReuseAndStickiness(t *testing.T) {
 			}
 			e.waitPool(t, "app", 3)
 			for i := 0; i < 3; i++ {
-				b := e.acquire(t, lease.AcquireRequest{Template: "app", Worker: "w1"})
+				b := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", Worker: "w1"})
 				if b.Database != a.Database {
 					t.Errorf("worker w1 got %s, its previous database was %s", b.Database, a.Database)
 				}
@@ -365,7 +366,7 @@ func TestReleaseReuseAndStickiness(t *testing.T) {
 				if n != 3 {
 					t.Errorf("reused database has %d users, want the template's 3", n)
 				}
-				other := e.acquire(t, lease.AcquireRequest{Template: "app", Worker: "w2"})
+				other := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", Worker: "w2"})
 				if other.Database == a.Database {
 					t.Error("another worker got w1's database while it was free for w1")
 				}
@@ -386,18 +387,18 @@ func TestTemplates(t *testing.T) {
 
 			// 20 concurrent calls for the same files build once.
 			var wg sync.WaitGroup
-			infos := make([]lease.TemplateInfo, 20)
+			infos := make([]templates.Info, 20)
 			errs := make([]error, 20)
 			for i := range 20 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					infos[i], errs[i] = e.m.EnsureTemplate(ctx, lease.TemplateRequest{Name: "app", Files: files})
+					infos[i], errs[i] = e.m.EnsureTemplate(ctx, templates.Request{Name: "app", Files: files})
 				}()
 			}
 			wg.Wait()
 			for i := range 20 {
-				if errs[i] != nil || infos[i].State != lease.TemplateReady || infos[i].Hash != infos[0].Hash || !infos[i].CreatedAt.Equal(infos[0].CreatedAt) {
+				if errs[i] != nil || infos[i].State != templates.Ready || infos[i].Hash != infos[0].Hash || !infos[i].CreatedAt.Equal(infos[0].CreatedAt) {
 					t.Fatalf("call %d: %+v %v", i, infos[i], errs[i])
 				}
 			}
@@ -414,29 +415,29 @@ func TestTemplates(t *testing.T) {
 			// the server stays usable; fixing the file builds a new hash.
 			bad := append([]migrations.File(nil), files...)
 			bad = append(bad, migrations.File{Name: "00004_broken.sql", Content: []byte("-- +goose Up\nALTER TABLE nowhere ADD COLUMN x INT;\n")})
-			got, err := e.m.EnsureTemplate(ctx, lease.TemplateRequest{Name: "bad", Files: bad})
-			if err == nil || got.State != lease.TemplateFailed || !strings.Contains(got.Err, "00004_broken.sql") || !strings.Contains(got.Err, "nowhere") {
+			got, err := e.m.EnsureTemplate(ctx, templates.Request{Name: "bad", Files: bad})
+			if err == nil || got.State != templates.Failed || !strings.Contains(got.Err, "00004_broken.sql") || !strings.Contains(got.Err, "nowhere") {
 				t.Fatalf("failing template: %+v %v", got, err)
 			}
 			if testdbd.ErrorCode(err) != testdbd.EConflict {
 				t.Errorf("failing build error code %s", testdbd.ErrorCode(err))
 			}
-			if _, err := e.m.Acquire(ctx, lease.AcquireRequest{Template: "bad"}); err == nil || !strings.Contains(err.Error(), "failed to build") {
+			if _, err := e.m.Acquire(ctx, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "bad"}); err == nil || !strings.Contains(err.Error(), "failed to build") {
 				t.Errorf("acquire of a failed template: %v", err)
 			}
-			again, _ := e.m.EnsureTemplate(ctx, lease.TemplateRequest{Name: "bad", Files: bad})
+			again, _ := e.m.EnsureTemplate(ctx, templates.Request{Name: "bad", Files: bad})
 			if again.Hash != got.Hash || e.m.Builds() != 2 {
 				t.Errorf("the same failing files were built again (builds %d)", e.m.Builds())
 			}
 			bad[len(bad)-1].Content = []byte("-- +goose Up\nALTER TABLE users ADD COLUMN x INT;\n")
-			fixed, err := e.m.EnsureTemplate(ctx, lease.TemplateRequest{Name: "bad", Files: bad})
-			if err != nil || fixed.State != lease.TemplateReady || fixed.Hash == got.Hash {
+			fixed, err := e.m.EnsureTemplate(ctx, templates.Request{Name: "bad", Files: bad})
+			if err != nil || fixed.State != templates.Ready || fixed.Hash == got.Hash {
 				t.Fatalf("fixed template: %+v %v", fixed, err)
 			}
-			e.acquire(t, lease.AcquireRequest{Template: "app"}) // the server still serves
+			e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"}) // the server still serves
 
 			// Bad input.
-			cases := map[string]lease.TemplateRequest{
+			cases := map[string]templates.Request{
 				"unknown dir":   {Name: "x", MigrationsDir: "/does/not/exist"},
 				"empty dir":     {Name: "x", MigrationsDir: t.TempDir()},
 				"both":          {Name: "x", MigrationsDir: "/tmp", Files: files},
@@ -457,7 +458,7 @@ func TestTemplates(t *testing.T) {
 			if _, err := e.m.GetTemplate("nope"); testdbd.ErrorCode(err) != testdbd.ENotFound {
 				t.Errorf("unknown template: %v", err)
 			}
-			if _, err := e.m.Acquire(ctx, lease.AcquireRequest{Template: "nope"}); testdbd.ErrorCode(err) != testdbd.ENotFound {
+			if _, err := e.m.Acquire(ctx, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "nope"}); testdbd.ErrorCode(err) != testdbd.ENotFound {
 				t.Errorf("acquire unknown template: %v", err)
 			}
 			if _, err := e.m.Get("l-nope"); testdbd.ErrorCode(err) != testdbd.ENotFound {
@@ -465,7 +466,7 @@ func TestTemplates(t *testing.T) {
 			}
 
 			// Delete refuses while leases are held, unless forced.
-			l := e.acquire(t, lease.AcquireRequest{Template: "app"})
+			l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
 			if _, err := e.m.DeleteTemplate(ctx, "app", false); testdbd.ErrorCode(err) != testdbd.EConflict || !strings.Contains(err.Error(), "force") {
 				t.Errorf("delete with leases: %v", err)
 			}
@@ -489,7 +490,7 @@ func TestStandardTemplateClones(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			e := newEnv(t, p, 1, lease.Config{})
 			src := workload.Standard(100)
-			info, err := e.m.EnsureTemplate(context.Background(), lease.TemplateRequest{Name: "std", Files: src.Files, Seed: src.Seed, PoolSize: 8})
+			info, err := e.m.EnsureTemplate(context.Background(), templates.Request{Name: "std", Files: src.Files, Seed: src.Seed, PoolSize: 8})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -497,13 +498,13 @@ func TestStandardTemplateClones(t *testing.T) {
 				t.Errorf("template: %+v", info)
 			}
 			e.waitPool(t, "std", 8)
-			srv := e.fleet.Servers()[0]
+			srv := e.fleet.Members()[0]
 			want, err := dbcompare.Take(context.Background(), srv.DB, info.Database)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < 8; i++ {
-				l := e.acquire(t, lease.AcquireRequest{Template: "std"})
+				l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "std"})
 				got, err := dbcompare.Take(context.Background(), srv.DB, l.Database)
 				if err != nil {
 					t.Fatal(err)
@@ -620,8 +621,8 @@ func TestServerKilled(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			e := newEnv(t, p, 1, lease.Config{PoolSize: 2})
 			e.ensure(t, "app", 2)
-			l := e.acquire(t, lease.AcquireRequest{Template: "app"})
-			victim := e.fleet.Servers()[0]
+			l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
+			victim := e.fleet.Members()[0]
 			info := victim.Info(context.Background())
 			p.Kill(t, victim)
 			deadline := time.Now().Add(10 * time.Second)
@@ -635,7 +636,7 @@ func TestServerKilled(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			next, err := e.m.Acquire(context.Background(), lease.AcquireRequest{Template: "app", WaitTimeout: time.Minute})
+			next, err := e.m.Acquire(context.Background(), lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: time.Minute})
 			if err != nil {
 				t.Fatalf("acquire after the kill: %v", err)
 			}
@@ -665,7 +666,7 @@ func TestMassRelease(t *testing.T) {
 	acquireAll := func(ddl bool) []string {
 		var ids []string
 		for i := 0; i < 24; i++ {
-			l := e.acquire(t, lease.AcquireRequest{Template: "app"})
+			l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
 			q := "INSERT INTO users (email, name) VALUES ('m@x', 'm')"
 			if ddl && i == 0 {
 				q = "CREATE TABLE scratch (i INT)"
@@ -709,17 +710,17 @@ func TestRetiredTemplateIsReaped(t *testing.T) {
 	e := newEnv(t, testenv.Providers()[0], 1, lease.Config{PoolSize: 3})
 	e.ensure(t, "app", 3)
 	e.waitPool(t, "app", 3)
-	l := e.acquire(t, lease.AcquireRequest{Template: "app"})
+	l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
 	e.waitPool(t, "app", 3) // 3 ready and 1 leased
 	files := append(exampleFiles(t), migrations.File{Name: "00009_more.sql", Content: []byte("-- +goose Up\nCREATE TABLE more_stuff (id INT);\n")})
-	if _, err := e.m.EnsureTemplate(context.Background(), lease.TemplateRequest{Name: "app", Files: files, PoolSize: 1}); err != nil {
+	if _, err := e.m.EnsureTemplate(context.Background(), templates.Request{Name: "app", Files: files, PoolSize: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.m.Release(l.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.waitPool(t, "app", 1)
-	srv := e.fleet.Servers()[0]
+	srv := e.fleet.Members()[0]
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var dbs, users int
@@ -742,12 +743,12 @@ func TestRetiredTemplateIsReaped(t *testing.T) {
 func TestCanceledAcquireKeepsNothing(t *testing.T) {
 	e := newEnv(t, testenv.Providers()[0], 1, lease.Config{PoolSize: 1, MaxDatabases: 1})
 	e.ensure(t, "app", 1)
-	held := e.acquire(t, lease.AcquireRequest{Template: "app"})
+	held := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
 	for i := 0; i < 5; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			_, err := e.m.Acquire(ctx, lease.AcquireRequest{Template: "app", WaitTimeout: time.Minute})
+			_, err := e.m.Acquire(ctx, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: time.Minute})
 			done <- err
 		}()
 		time.Sleep(20 * time.Millisecond)

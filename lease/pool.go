@@ -2,23 +2,14 @@ package lease
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"net"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/testdbd/testdbd"
-	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/accounts"
+	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
-)
-
-const (
-	alnum      = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	lowerAlnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+	"github.com/testdbd/testdbd/templates"
 )
 
 // fillLoop keeps every template's pool at its target: it adds databases
@@ -42,7 +33,7 @@ func (m *Manager) fillLoop() {
 // fill launches the creations the pools need now.
 func (m *Manager) fill() {
 	if m.cfg.MemoryBudget > 0 {
-		m.memoryUsed() // refresh the measurement outside the lock
+		m.measureMemory() // refresh the measurement outside the lock
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -87,7 +78,7 @@ func (m *Manager) trimLocked(t *template) {
 func (m *Manager) templatesByNeedLocked() []*template {
 	var first, rest []*template
 	for _, t := range m.templates {
-		if t.state != TemplateReady {
+		if t.state != templates.Ready {
 			continue
 		}
 		if len(t.waiters) > 0 {
@@ -119,7 +110,7 @@ func (m *Manager) launchLocked(t *template) bool {
 	}
 	// A server with a replica and room.
 	for _, rep := range t.replicas {
-		st := rep.srv
+		st := rep.host
 		if !st.dead && st.dbs < m.cfg.MaxDBsPerInstance && st.tables+tables <= st.tableBudget() {
 			m.startCreateLocked(t, rep)
 			return true
@@ -129,8 +120,8 @@ func (m *Manager) launchLocked(t *template) bool {
 		return false // a replica is on its way
 	}
 	// A server with room but no replica: build one there.
-	for _, st := range m.servers {
-		if !st.dead && t.replicas[st.srv.ID()] == nil && st.dbs < m.cfg.MaxDBsPerInstance && st.tables+2*tables <= st.tableBudget() {
+	for _, st := range m.hosts {
+		if !st.dead && t.replicas[st.ID()] == nil && st.dbs < m.cfg.MaxDBsPerInstance && st.tables+2*tables <= st.tableBudget() {
 			m.startReplicaLocked(t, st)
 			return false
 		}
@@ -138,7 +129,7 @@ func (m *Manager) launchLocked(t *template) bool {
 	if m.starting > 0 {
 		return false
 	}
-	running := len(m.fleet.Servers())
+	running := len(m.fleet.Members())
 	if running >= m.fleet.MaxInstances() {
 		t.blocked = fmt.Sprintf("every server is full (--max-databases-per-instance=%d, or its table budget) and --max-instances=%d servers run",
 			m.cfg.MaxDBsPerInstance, m.fleet.MaxInstances())
@@ -189,22 +180,22 @@ func (m *Manager) startCreateLocked(t *template, rep *replica) {
 	})
 }
 
-func (m *Manager) startReplicaLocked(t *template, st *server) {
-	t.building[st.srv.ID()] = true
+func (m *Manager) startReplicaLocked(t *template, st *host) {
+	t.building[st.ID()] = true
 	m.jobs++
 	m.goBackground(func(ctx context.Context) {
-		m.log.Info("building a template replica", "template", t.name, "instance", st.srv.ID())
+		m.log.Info("building a template replica", "template", t.name, "instance", st.ID())
 		_, err := m.buildReplica(ctx, t, st, false)
 		m.mu.Lock()
 		m.jobs--
-		delete(t.building, st.srv.ID())
+		delete(t.building, st.ID())
 		if err != nil {
-			t.blocked = fmt.Sprintf("building the template on instance %s failed: %v", st.srv.ID(), err)
+			t.blocked = fmt.Sprintf("building the template on instance %s failed: %v", st.ID(), err)
 		}
 		m.reapLocked(t)
 		m.mu.Unlock()
 		if err != nil && !isCanceled(err) {
-			m.log.Error("build template replica", "template", t.name, "instance", st.srv.ID(), "err", err)
+			m.log.Error("build template replica", "template", t.name, "instance", st.ID(), "err", err)
 			pause(ctx, time.Second)
 		}
 		m.kickFill()
@@ -244,11 +235,11 @@ func (m *Manager) evictIdleLocked(t *template) bool {
 // registerDBLocked counts a new worker database of t on rep's server, in
 // state creating, before it is made (so that limits see it at once).
 func (m *Manager) registerDBLocked(t *template, rep *replica) *workerDB {
-	db := &workerDB{name: fmt.Sprintf("tdb_%s_w%d", short(t.hash), m.nextSeq()), tpl: t, rep: rep,
+	db := &workerDB{name: fmt.Sprintf("tdb_%s_w%d", templates.Short(t.hash), m.nextSeq()), tpl: t, rep: rep,
 		state: dbCreating, op: make(chan struct{}, 1)}
 	t.dbs = append(t.dbs, db)
-	rep.srv.dbs++
-	rep.srv.tables += len(rep.schema.Tables)
+	rep.host.dbs++
+	rep.host.tables += len(rep.schema.Tables)
 	m.dbTotal++
 	return db
 }
@@ -257,10 +248,10 @@ func (m *Manager) registerDBLocked(t *template, rep *replica) *workerDB {
 // fresh user and a baseline, and puts it in the pool.
 func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 	rep := db.rep
-	st := rep.srv
-	err := rep.schema.Clone(ctx, st.srv.DB, st.ddl, db.name)
+	st := rep.host
+	err := rep.schema.Clone(ctx, st.DB, st.ddl, db.name)
 	if err == nil {
-		db.baseline, err = strategies.TakeBaseline(ctx, st.srv.DB, st.srv.StatusDB, st.srv.Flavor, st.ddl, db.name)
+		db.baseline, err = strategies.TakeBaseline(ctx, st.StatusDB, st.Flavor, st.ddl, db.name)
 	}
 	if err == nil {
 		err = m.prepareUser(ctx, db)
@@ -276,9 +267,9 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 			user := db.user
 			m.goBackground(func(ctx context.Context) {
 				if user != "" {
-					_, _ = st.srv.DB.ExecContext(ctx, "DROP USER IF EXISTS "+account(user))
+					_ = accounts.Drop(ctx, st.DB, user)
 				}
-				_ = migrations.Drop(ctx, st.srv.DB, st.ddl, db.name)
+				_ = schema.Drop(ctx, st.DB, st.ddl, db.name)
 			})
 		}
 		m.reapLocked(db.tpl)
@@ -288,24 +279,21 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 	return nil
 }
 
-// prepareUser creates the MySQL user the next lease of db gets: a random
-// name and password, all privileges on db and nothing else, and logs in
-// with it once so that the lease's first connection is fast.
+// prepareUser creates the MySQL account the next lease of db gets (see
+// accounts.Create) and logs in with it once so that the lease's first
+// connection is fast.
 func (m *Manager) prepareUser(ctx context.Context, db *workerDB) error {
-	user := "tdbu_" + randomString(12, lowerAlnum)
-	password := randomString(24, alnum)
-	st := db.rep.srv
-	q := fmt.Sprintf("CREATE USER %s IDENTIFIED BY '%s'; GRANT ALL PRIVILEGES ON %s.* TO %s",
-		account(user), password, grantName(db.name), account(user))
-	if _, err := st.srv.DB.ExecContext(ctx, q); err != nil {
-		_, _ = st.srv.DB.ExecContext(context.WithoutCancel(ctx), "DROP USER IF EXISTS "+account(user))
-		return fmt.Errorf("create user for %s: %w", db.name, err)
+	h := db.rep.host
+	a, err := accounts.Create(ctx, h.DB, "tdbu_", db.name)
+	if err != nil {
+		return err
 	}
-	if err := warmLogin(ctx, st.srv.Client, user, password, db.name); err != nil {
-		_, _ = st.srv.DB.ExecContext(context.WithoutCancel(ctx), "DROP USER IF EXISTS "+account(user))
-		return fmt.Errorf("log in as the new user of %s: %w", db.name, err)
+	host, port := h.ClientAddr()
+	if err := accounts.Login(ctx, host, port, a); err != nil {
+		_ = accounts.Drop(context.WithoutCancel(ctx), h.DB, a.User)
+		return err
 	}
-	db.user, db.password = user, password
+	db.user, db.password = a.User, a.Password
 	return nil
 }
 
@@ -315,45 +303,21 @@ func (m *Manager) revokeUser(ctx context.Context, db *workerDB) (int, error) {
 	if db.user == "" {
 		return 0, nil
 	}
-	st := db.rep.srv
-	conn, err := st.srv.DB.Conn(ctx)
+	h := db.rep.host
+	conn, err := h.DB.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS "+account(db.user)); err != nil {
-		return 0, fmt.Errorf("drop user %s: %w", db.user, err)
+	if err := accounts.Drop(ctx, conn, db.user); err != nil {
+		return 0, err
 	}
-	n, err := strategies.EndSessions(ctx, conn, st.srv.Flavor, db.user)
+	n, err := accounts.EndSessions(ctx, conn, h.Flavor, db.user)
 	if err != nil {
 		return n, err
 	}
 	db.user, db.password = "", ""
 	return n, nil
-}
-
-// account quotes a user account; users are generated, so the name is safe.
-func account(user string) string { return "'" + user + "'@'%'" }
-
-// grantName quotes a database name for GRANT, where '_' and '%' are wildcards.
-func grantName(db string) string {
-	return "`" + strings.NewReplacer("_", `\_`, "%", `\%`).Replace(db) + "`"
-}
-
-// warmLogin connects once over TCP with the new credentials.
-func warmLogin(ctx context.Context, addr func() (string, int), user, password, database string) error {
-	host, port := addr()
-	cfg := mysql.NewConfig()
-	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(port))
-	cfg.User, cfg.Passwd, cfg.DBName = user, password, database
-	cfg.Timeout = 5 * time.Second
-	connector, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return err
-	}
-	db := sql.OpenDB(connector)
-	defer db.Close()
-	return db.PingContext(ctx)
 }
 
 // makeReadyLocked puts a clean database in the pool, or hands it straight
@@ -377,7 +341,7 @@ func (m *Manager) makeReadyLocked(db *workerDB) {
 		default:
 		}
 	}
-	m.stats.poolChanged(t.name, t.countsLocked())
+	m.poolChangedLocked(t)
 }
 
 // removeDBLocked forgets a database (already dropped or never made).
@@ -386,28 +350,28 @@ func (m *Manager) removeDBLocked(db *workerDB) {
 	for i, x := range t.dbs {
 		if x == db {
 			t.dbs = append(t.dbs[:i], t.dbs[i+1:]...)
-			db.rep.srv.dbs--
-			db.rep.srv.tables -= len(db.rep.schema.Tables)
+			db.rep.host.dbs--
+			db.rep.host.tables -= len(db.rep.schema.Tables)
 			m.dbTotal--
 			break
 		}
 	}
-	m.stats.poolChanged(t.name, t.countsLocked())
+	m.poolChangedLocked(t)
 }
 
 // dropDBLocked removes db from its pool and drops it (and its user) in the
 // background.
 func (m *Manager) dropDBLocked(db *workerDB, why string) {
 	m.removeDBLocked(db)
-	st, name, user := db.rep.srv, db.name, db.user
+	st, name, user := db.rep.host, db.name, db.user
 	if st.dead {
 		return
 	}
 	m.goBackground(func(ctx context.Context) {
 		if user != "" {
-			_, _ = st.srv.DB.ExecContext(ctx, "DROP USER IF EXISTS "+account(user))
+			_ = accounts.Drop(ctx, st.DB, user)
 		}
-		if err := migrations.Drop(ctx, st.srv.DB, st.ddl, name); err != nil && !isCanceled(err) {
+		if err := schema.Drop(ctx, st.DB, st.ddl, name); err != nil && !isCanceled(err) {
 			m.log.Warn("drop database", "database", name, "why", why, "err", err)
 		}
 	})
@@ -424,3 +388,9 @@ func (db *workerDB) lock(ctx context.Context) error {
 }
 
 func (db *workerDB) unlock() { <-db.op }
+
+// poolChangedLocked publishes t's pool counts to the metrics.
+func (m *Manager) poolChangedLocked(t *template) {
+	c := t.countsLocked()
+	m.stats.Pool(t.name, map[string]int{dbReady: c.Ready, dbLeased: c.Leased, dbResetting: c.Resetting, dbCreating: c.Creating})
+}

@@ -3,14 +3,14 @@ package lease
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"time"
 
 	"github.com/testdbd/testdbd"
-	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
+	"github.com/testdbd/testdbd/templates"
 )
 
 // template is one template: its source, state, replicas (the template
@@ -19,12 +19,12 @@ type template struct {
 	name      string
 	hash      string
 	src       migrations.Source
-	state     TemplateState
+	state     templates.State
 	err       error
 	userError bool          // the build failed because of the migrations or seed
 	done      chan struct{} // closed when the first build ends (ready or failed)
 	created   time.Time
-	build     BuildTimings
+	build     templates.Timings
 	result    migrations.Result
 	poolSize  int
 	retired   bool
@@ -38,9 +38,9 @@ type template struct {
 
 // replica is a template database on one server.
 type replica struct {
-	srv    *server
+	host   *host
 	db     string
-	schema *migrations.Schema
+	schema *schema.Schema
 }
 
 // workerDB states.
@@ -75,58 +75,20 @@ type waiter struct {
 	reason string         // why gone was closed
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// CheckName validates a template name: 1–64 letters, digits, '.', '_' or
-// '-', starting with a letter or digit. Names never reach SQL: databases are
-// named by hash.
-func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
-		shown := name
-		if len(shown) > 80 {
-			shown = shown[:80] + "…"
-		}
-		return testdbd.Errorf(testdbd.EInvalid,
-			"template name %q is not valid: use 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit", shown)
-	}
-	return nil
-}
-
 // EnsureTemplate builds the template described by req, or finds it when a
 // template of the same name was already built from the same content.
 // Concurrent calls for the same content share one build. Unless req.Async,
 // it waits for the build, bounded by ctx. A failed build returns the
 // template with its error.
-func (m *Manager) EnsureTemplate(ctx context.Context, req TemplateRequest) (TemplateInfo, error) {
-	if err := CheckName(req.Name); err != nil {
-		return TemplateInfo{}, err
-	}
-	engine := m.fleet.Provider().Engine()
-	if req.Engine != "" && req.Engine != string(engine.Flavor) {
-		return TemplateInfo{}, testdbd.Errorf(testdbd.EInvalid,
-			"engine %q was asked for, but this daemon runs %s servers: leave engine empty or start a daemon with a %s server", req.Engine, engine, req.Engine)
+func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (templates.Info, error) {
+	spec, err := templates.Prepare(req, m.fleet.Provider().Engine())
+	if err != nil {
+		return templates.Info{}, err
 	}
 	if req.PoolSize < 0 || req.PoolSize > m.cfg.MaxDatabases {
-		return TemplateInfo{}, testdbd.Errorf(testdbd.EInvalid, "pool_size %d: use 0 (the default, %d) up to --max-databases=%d", req.PoolSize, m.cfg.PoolSize, m.cfg.MaxDatabases)
+		return templates.Info{}, testdbd.Errorf(testdbd.EInvalid, "pool_size %d: use 0 (the default, %d) up to --max-databases=%d", req.PoolSize, m.cfg.PoolSize, m.cfg.MaxDatabases)
 	}
-	if (req.MigrationsDir == "") == (len(req.Files) == 0) {
-		return TemplateInfo{}, testdbd.Errorf(testdbd.EInvalid, "give either migrations_dir (a directory on the daemon's host) or migrations (uploaded files), not both or neither")
-	}
-	var files []migrations.File
-	var err error
-	if req.MigrationsDir != "" {
-		files, err = migrations.LoadDir(req.MigrationsDir)
-	} else {
-		files, err = migrations.CheckUpload(req.Files)
-	}
-	if err != nil {
-		return TemplateInfo{}, err
-	}
-	if err := migrations.CheckSeed(req.Seed); err != nil {
-		return TemplateInfo{}, err
-	}
-	src := migrations.Source{Files: files, Seed: req.Seed}
-	hash := migrations.Hash(src, engine)
+	src, hash, files := spec.Source, spec.Hash, spec.Source.Files
 	poolSize := req.PoolSize
 	if poolSize == 0 {
 		poolSize = m.cfg.PoolSize
@@ -135,12 +97,12 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req TemplateRequest) (Temp
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return TemplateInfo{}, errClosed
+		return templates.Info{}, errClosed
 	}
 	t := m.templates[req.Name]
 	switch {
-	case t != nil && t.hash == hash && !(t.state == TemplateFailed && !t.userError):
-		if t.state == TemplateReady && req.PoolSize != 0 && req.PoolSize != t.poolSize {
+	case t != nil && t.hash == hash && !(t.state == templates.Failed && !t.userError):
+		if t.state == templates.Ready && req.PoolSize != 0 && req.PoolSize != t.poolSize {
 			t.poolSize = req.PoolSize
 			m.kickFill()
 		}
@@ -148,11 +110,11 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req TemplateRequest) (Temp
 		if t != nil {
 			m.retireLocked(t)
 		}
-		t = &template{name: req.Name, hash: hash, src: src, state: TemplateBuilding, done: make(chan struct{}),
+		t = &template{name: req.Name, hash: hash, src: src, state: templates.Building, done: make(chan struct{}),
 			created: time.Now(), poolSize: poolSize, replicas: map[string]*replica{}, building: map[string]bool{}}
 		m.templates[req.Name] = t
 		m.builds++
-		m.log.Info("building template", "template", t.name, "hash", short(hash), "migrations", len(files))
+		m.log.Info("building template", "template", t.name, "hash", templates.Short(hash), "migrations", len(files))
 		m.goBackground(func(ctx context.Context) { m.buildFirst(ctx, t) })
 	}
 	m.mu.Unlock()
@@ -166,7 +128,7 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req TemplateRequest) (Temp
 		}
 	}
 	info := m.templateInfo(t)
-	if info.State == TemplateFailed {
+	if info.State == templates.Failed {
 		return info, testdbd.Errorf(testdbd.EConflict, "template %s failed to build: %s", t.name, info.Err)
 	}
 	return info, nil
@@ -186,11 +148,11 @@ func (m *Manager) buildFirst(ctx context.Context, t *template) {
 		rep, err = m.buildReplica(ctx, t, st, true)
 	}
 	m.mu.Lock()
-	if err == nil && rep.srv.dead {
-		err = testdbd.Errorf(testdbd.EUnavailable, "server instance %s died during the build: %v", rep.srv.srv.ID(), rep.srv.deathErr)
+	if err == nil && rep.host.dead {
+		err = testdbd.Errorf(testdbd.EUnavailable, "server instance %s died during the build: %v", rep.host.ID(), rep.host.deathErr)
 	}
 	if err != nil {
-		t.state, t.err = TemplateFailed, err
+		t.state, t.err = templates.Failed, err
 		t.userError = migrations.IsBuildError(err)
 		t.build.Total = time.Since(start)
 		close(t.done)
@@ -202,7 +164,7 @@ func (m *Manager) buildFirst(ctx context.Context, t *template) {
 	// The first worker database is made before callers are told the
 	// template is ready, so that their first acquire finds it in the pool;
 	// its time is part of the build report. The filler makes the rest.
-	t.state = TemplateReady
+	t.state = templates.Ready
 	db := m.registerDBLocked(t, rep)
 	m.mu.Unlock()
 	cstart := time.Now()
@@ -214,101 +176,35 @@ func (m *Manager) buildFirst(ctx context.Context, t *template) {
 	t.build.Total = time.Since(start)
 	close(t.done)
 	m.mu.Unlock()
-	m.log.Info("template ready", "template", t.name, "hash", short(t.hash), "tables", len(rep.schema.Tables),
+	m.log.Info("template ready", "template", t.name, "hash", templates.Short(t.hash), "tables", len(rep.schema.Tables),
 		"migrate", t.build.Migrate.Round(time.Millisecond), "total", t.build.Total.Round(time.Millisecond))
 	m.kickFill()
 }
 
-// serverForTemplate returns a server with room for a template's database,
-// starting one if none has room and the limits allow.
-func (m *Manager) serverForTemplate(ctx context.Context, t *template) (*server, error) {
-	for {
-		m.mu.Lock()
-		var best *server
-		for _, st := range m.servers {
-			if !st.dead && (best == nil || st.tables < best.tables) {
-				best = st
-			}
-		}
-		m.mu.Unlock()
-		if best != nil {
-			return best, nil
-		}
-		st, err := m.startServer(ctx)
-		if testdbd.ErrorCode(err) != testdbd.EExhausted || len(m.fleet.Servers()) == 0 && !m.fleet.Starting() {
-			return st, err
-		}
-		// Every allowed server is starting (for another build or the pool
-		// filler): wait for one.
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		for _, s := range m.fleet.Servers() {
-			m.adopt(s)
-		}
-	}
-}
-
-// startServer starts a server within --max-instances and the memory budget.
-func (m *Manager) startServer(ctx context.Context) (*server, error) {
-	if reason := m.memoryBlocks(instanceEstimate); reason != "" {
-		return nil, testdbd.Errorf(testdbd.EExhausted, "cannot start another server: %s", reason)
-	}
-	m.log.Info("starting a server on demand")
-	s, err := m.fleet.Start(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return m.adopt(s), nil
-}
-
 // buildReplica creates the template database on st: runs the migrations and
 // the seed, captures the definition. The first build records its timings.
-func (m *Manager) buildReplica(ctx context.Context, t *template, st *server, first bool) (*replica, error) {
+func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first bool) (*replica, error) {
 	// Two templates may have the same content (under different names, or
 	// one replacing a failed build): each gets a database of its own.
 	m.mu.Lock()
-	name := fmt.Sprintf("tdb_%s_t%d", short(t.hash), m.nextSeq())
+	name := fmt.Sprintf("tdb_%s_t%d", templates.Short(t.hash), m.nextSeq())
 	m.mu.Unlock()
-	if err := st.ddl.Exec(ctx, st.srv.DB, 1, "CREATE DATABASE "+migrations.Quote(name)); err != nil {
-		return nil, fmt.Errorf("create template database: %w", err)
-	}
-	fail := func(err error) (*replica, error) {
-		_ = migrations.Drop(context.WithoutCancel(ctx), st.srv.DB, st.ddl, name)
+	built, err := templates.Build(ctx, st.Member, st.ddl, name, t.src, m.log.With("template", t.name))
+	if err != nil {
 		return nil, err
 	}
-	db, err := instance.OpenDatabase(st.srv.Admin(), name, 2)
-	if err != nil {
-		return fail(err)
-	}
-	var res migrations.Result
-	err = st.ddl.Unaccounted(func() (err error) {
-		res, err = migrations.Run(ctx, db, t.src, m.log.With("template", t.name))
-		return err
-	})
-	db.Close()
-	if err != nil {
-		return fail(err)
-	}
-	cstart := time.Now()
-	schema, err := migrations.Capture(ctx, st.srv.DB, name)
-	if err != nil {
-		return fail(err)
-	}
-	rep := &replica{srv: st, db: name, schema: schema}
+	rep := &replica{host: st, db: name, schema: built.Schema}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if st.dead {
-		return nil, testdbd.Errorf(testdbd.EUnavailable, "server instance %s died during the build: %v", st.srv.ID(), st.deathErr)
+		return nil, testdbd.Errorf(testdbd.EUnavailable, "server instance %s died during the build: %v", st.ID(), st.deathErr)
 	}
 	if first {
-		t.result = res
-		t.build.Migrate, t.build.Seed, t.build.Capture = res.Migrate, res.Seed, time.Since(cstart)
+		t.result = built.Result
+		t.build.Migrate, t.build.Seed, t.build.Capture = built.Result.Migrate, built.Result.Seed, built.Capture
 	}
-	st.tables += len(schema.Tables)
-	t.replicas[st.srv.ID()] = rep
+	st.tables += len(built.Schema.Tables)
+	t.replicas[st.ID()] = rep
 	return rep, nil
 }
 
@@ -337,17 +233,17 @@ func (m *Manager) reapLocked(t *template) {
 			m.dropDBLocked(db, "template retired")
 		}
 	}
-	if len(t.dbs) > 0 || len(t.building) > 0 || t.state == TemplateBuilding {
+	if len(t.dbs) > 0 || len(t.building) > 0 || t.state == templates.Building {
 		return
 	}
 	for id, rep := range t.replicas {
 		delete(t.replicas, id)
-		rep.srv.tables -= len(rep.schema.Tables)
-		st, name := rep.srv, rep.db
+		rep.host.tables -= len(rep.schema.Tables)
+		st, name := rep.host, rep.db
 		if st.dead {
 			continue
 		}
-		m.goBackground(func(ctx context.Context) { _ = migrations.Drop(ctx, st.srv.DB, st.ddl, name) })
+		m.goBackground(func(ctx context.Context) { _ = schema.Drop(ctx, st.DB, st.ddl, name) })
 	}
 	for i, x := range m.retired {
 		if x == t {
@@ -358,18 +254,18 @@ func (m *Manager) reapLocked(t *template) {
 }
 
 // GetTemplate returns the template with the given name.
-func (m *Manager) GetTemplate(name string) (TemplateInfo, error) {
+func (m *Manager) GetTemplate(name string) (templates.Info, error) {
 	m.mu.Lock()
 	t := m.templates[name]
 	m.mu.Unlock()
 	if t == nil {
-		return TemplateInfo{}, notFoundTemplate(name)
+		return templates.Info{}, notFoundTemplate(name)
 	}
 	return m.templateInfo(t), nil
 }
 
 // ListTemplates lists the templates by name.
-func (m *Manager) ListTemplates() []TemplateInfo {
+func (m *Manager) ListTemplates() []templates.Info {
 	m.mu.Lock()
 	ts := make([]*template, 0, len(m.templates))
 	for _, t := range m.templates {
@@ -377,7 +273,7 @@ func (m *Manager) ListTemplates() []TemplateInfo {
 	}
 	m.mu.Unlock()
 	sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
-	out := make([]TemplateInfo, len(ts))
+	out := make([]templates.Info, len(ts))
 	for i, t := range ts {
 		out[i] = m.templateInfo(t)
 	}
@@ -386,12 +282,12 @@ func (m *Manager) ListTemplates() []TemplateInfo {
 
 // DeleteTemplate drops a template and its databases. With leases held it
 // refuses unless force, which ends those leases.
-func (m *Manager) DeleteTemplate(ctx context.Context, name string, force bool) (TemplateInfo, error) {
+func (m *Manager) DeleteTemplate(ctx context.Context, name string, force bool) (templates.Info, error) {
 	m.mu.Lock()
 	t := m.templates[name]
 	if t == nil {
 		m.mu.Unlock()
-		return TemplateInfo{}, notFoundTemplate(name)
+		return templates.Info{}, notFoundTemplate(name)
 	}
 	var held []*lease
 	for _, db := range t.dbs {
@@ -401,7 +297,7 @@ func (m *Manager) DeleteTemplate(ctx context.Context, name string, force bool) (
 	}
 	if len(held) > 0 && !force {
 		m.mu.Unlock()
-		return TemplateInfo{}, testdbd.Errorf(testdbd.EConflict,
+		return templates.Info{}, testdbd.Errorf(testdbd.EConflict,
 			"template %s has %d active leases: release them first, or delete with force (which ends them)", name, len(held))
 	}
 	for _, l := range held {
@@ -415,17 +311,17 @@ func (m *Manager) DeleteTemplate(ctx context.Context, name string, force bool) (
 }
 
 func notFoundTemplate(name string) error {
-	return testdbd.Errorf(testdbd.ENotFound, "no template named %q: create it with EnsureTemplate (POST /v1/templates)", name)
+	return &testdbd.Error{Code: testdbd.ENotFound, Err: testdbd.ErrNoTemplate, Message: fmt.Sprintf("no template named %q", name)}
 }
 
-func (m *Manager) templateInfo(t *template) TemplateInfo {
+func (m *Manager) templateInfo(t *template) templates.Info {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.templateInfoLocked(t)
 }
 
-func (m *Manager) templateInfoLocked(t *template) TemplateInfo {
-	info := TemplateInfo{
+func (m *Manager) templateInfoLocked(t *template) templates.Info {
+	info := templates.Info{
 		Name: t.name, Hash: t.hash, State: t.state, Build: t.build, CreatedAt: t.created,
 		Engine: m.fleet.Provider().Engine().String(), Version: t.result.Version,
 		Migrations: append([]string(nil), t.result.Applied...),
@@ -434,8 +330,8 @@ func (m *Manager) templateInfoLocked(t *template) TemplateInfo {
 		info.Err = t.err.Error()
 	}
 	for _, rep := range t.replicas {
-		if info.InstanceID == "" || rep.srv.srv.ID() < info.InstanceID {
-			info.InstanceID, info.Database = rep.srv.srv.ID(), rep.db
+		if info.InstanceID == "" || rep.host.ID() < info.InstanceID {
+			info.InstanceID, info.Database = rep.host.ID(), rep.db
 			s := rep.schema
 			info.Tables, info.Views, info.Triggers, info.Routines, info.Events =
 				len(s.Tables), len(s.Views), len(s.Triggers), len(s.Routines), len(s.Events)
@@ -445,8 +341,8 @@ func (m *Manager) templateInfoLocked(t *template) TemplateInfo {
 	return info
 }
 
-func (t *template) countsLocked() PoolCounts {
-	c := PoolCounts{Target: t.poolSize}
+func (t *template) countsLocked() templates.PoolCounts {
+	c := templates.PoolCounts{Target: t.poolSize}
 	for _, db := range t.dbs {
 		switch db.state {
 		case dbReady:
@@ -463,12 +359,12 @@ func (t *template) countsLocked() PoolCounts {
 }
 
 // dropServerLocked forgets everything of t on a dead server.
-func (t *template) dropServerLocked(m *Manager, st *server, reason string) {
-	delete(t.replicas, st.srv.ID())
-	delete(t.building, st.srv.ID())
+func (t *template) dropServerLocked(m *Manager, st *host, reason string) {
+	delete(t.replicas, st.ID())
+	delete(t.building, st.ID())
 	var keep []*workerDB
 	for _, db := range t.dbs {
-		if db.rep.srv != st {
+		if db.rep.host != st {
 			keep = append(keep, db)
 			continue
 		}
@@ -479,11 +375,4 @@ func (t *template) dropServerLocked(m *Manager, st *server, reason string) {
 	}
 	t.dbs = keep
 	m.reapLocked(t)
-}
-
-func short(hash string) string {
-	if len(hash) > 12 {
-		return hash[:12]
-	}
-	return hash
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/testdbd/testdbd/internal/testenv"
 	"github.com/testdbd/testdbd/internal/workload"
 	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
 )
 
@@ -26,10 +27,10 @@ func TestMain(m *testing.M) {
 }
 
 // build creates database name on srv from src and captures it.
-func build(t *testing.T, srv *instance.Server, name string, src migrations.Source) (*migrations.Schema, migrations.Result, error) {
+func build(t *testing.T, srv *instance.Member, name string, src migrations.Source) (*schema.Schema, migrations.Result, error) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := srv.DB.ExecContext(ctx, "CREATE DATABASE "+migrations.Quote(name)); err != nil {
+	if _, err := srv.DB.ExecContext(ctx, "CREATE DATABASE "+schema.Quote(name)); err != nil {
 		t.Fatal(err)
 	}
 	db, err := instance.OpenDatabase(srv.Admin(), name, 2)
@@ -41,14 +42,14 @@ func build(t *testing.T, srv *instance.Server, name string, src migrations.Sourc
 	if err != nil {
 		return nil, res, err
 	}
-	s, err := migrations.Capture(ctx, srv.DB, name)
+	s, err := schema.Capture(ctx, srv.DB, name)
 	if err != nil {
 		t.Fatalf("capture: %v", err)
 	}
 	return s, res, nil
 }
 
-func snapshot(t *testing.T, srv *instance.Server, name string) *dbcompare.Snapshot {
+func snapshot(t *testing.T, srv *instance.Member, name string) *dbcompare.Snapshot {
 	t.Helper()
 	s, err := dbcompare.Take(context.Background(), srv.DB, name)
 	if err != nil {

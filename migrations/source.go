@@ -1,7 +1,3 @@
-// Package migrations builds templates: it reads and validates goose
-// migration files, hashes everything that shapes a template, runs the
-// migrations and the seed, captures the built database's definition once,
-// and turns it into the SQL that clones a worker database in one round trip.
 package migrations
 
 import (

@@ -7,8 +7,9 @@ import (
 
 	"github.com/testdbd/testdbd"
 	testdbv1 "github.com/testdbd/testdbd/api/testdb/v1"
-	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/lease"
+	"github.com/testdbd/testdbd/stats"
+	"github.com/testdbd/testdbd/templates"
 )
 
 // ms converts a duration to milliseconds with microsecond precision.
@@ -28,7 +29,7 @@ func instanceToProto(i testdbd.InstanceInfo, databases int) *testdbv1.Instance {
 		MemoryBytes: i.MemoryBytes, Databases: int32(databases), State: string(i.State),
 		StartupMs: ms(i.StartupTime), Socket: i.Socket, Pid: int32(i.PID), Image: i.Image,
 		ContainerId: i.ContainerID, DatadirBytes: i.DatadirBytes, Error: i.Err, StartedAt: ts(i.StartedAt),
-		Settings: []*testdbv1.Setting{}, SettingsMismatched: instance.Mismatched(i.Settings),
+		Settings: []*testdbv1.Setting{}, SettingsMismatched: testdbd.Mismatched(i.Settings),
 	}
 	if out.SettingsMismatched == nil {
 		out.SettingsMismatched = []string{}
@@ -39,13 +40,13 @@ func instanceToProto(i testdbd.InstanceInfo, databases int) *testdbv1.Instance {
 	return out
 }
 
-var templateStates = map[lease.TemplateState]testdbv1.TemplateState{
-	lease.TemplateBuilding: testdbv1.TemplateState_TEMPLATE_STATE_BUILDING,
-	lease.TemplateReady:    testdbv1.TemplateState_TEMPLATE_STATE_READY,
-	lease.TemplateFailed:   testdbv1.TemplateState_TEMPLATE_STATE_FAILED,
+var templateStates = map[templates.State]testdbv1.TemplateState{
+	templates.Building: testdbv1.TemplateState_TEMPLATE_STATE_BUILDING,
+	templates.Ready:    testdbv1.TemplateState_TEMPLATE_STATE_READY,
+	templates.Failed:   testdbv1.TemplateState_TEMPLATE_STATE_FAILED,
 }
 
-func templateToProto(t lease.TemplateInfo) *testdbv1.Template {
+func templateToProto(t templates.Info) *testdbv1.Template {
 	return &testdbv1.Template{
 		Name: t.Name, Hash: t.Hash, State: templateStates[t.State], Error: t.Err, InstanceId: t.InstanceID,
 		Tables: int32(t.Tables), Version: t.Version, Database: t.Database, Migrations: nonNil(t.Migrations),
@@ -78,7 +79,7 @@ func reportToProto(r testdbd.ResetReport) *testdbv1.ResetReport {
 	}
 }
 
-func latencyToProto(l lease.Latency) *testdbv1.LatencyStats {
+func latencyToProto(l stats.Latency) *testdbv1.LatencyStats {
 	return &testdbv1.LatencyStats{Count: l.Count, P50Ms: ms(l.P50), P90Ms: ms(l.P90), P99Ms: ms(l.P99), MaxMs: ms(l.Max), MeanMs: ms(l.Mean)}
 }
 
@@ -111,7 +112,7 @@ func strategyToProto(s testdbd.Strategy) testdbv1.Strategy {
 func strategyFromProto(s testdbv1.Strategy) (testdbd.Strategy, error) {
 	switch s {
 	case testdbv1.Strategy_STRATEGY_UNSPECIFIED:
-		return testdbd.StrategyDefault, nil
+		return testdbd.StrategyUnspecified, nil
 	case testdbv1.Strategy_STRATEGY_TRUNCATE:
 		return testdbd.StrategyTruncate, nil
 	case testdbv1.Strategy_STRATEGY_SNAPSHOT:

@@ -38,5 +38,12 @@ func toStatus(err error) error {
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	}
-	return status.Error(codeTable[testdbd.ErrorCode(err)], err.Error())
+	msg := err.Error()
+	switch {
+	case errors.Is(err, testdbd.ErrNoTemplate):
+		msg += ": create it with EnsureTemplate (POST /v1/templates)"
+	case errors.Is(err, testdbd.ErrNoLease):
+		msg += ": acquire one with AcquireLease (POST /v1/leases)"
+	}
+	return status.Error(codeTable[testdbd.ErrorCode(err)], msg)
 }

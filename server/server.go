@@ -1,6 +1,3 @@
-// Package server exposes testdbd over gRPC (with reflection and the standard
-// health service) and over REST through grpc-gateway, with /healthz,
-// /openapi.json and /metrics beside the API.
 package server
 
 import (
@@ -46,8 +43,8 @@ type Config struct {
 	Logger   *slog.Logger
 }
 
-// Server serves one TestDBServiceServer over gRPC and REST.
-type Server struct {
+// API serves one TestDBServiceServer over gRPC and REST.
+type API struct {
 	cfg    Config
 	log    *slog.Logger
 	svc    testdbv1.TestDBServiceServer
@@ -59,22 +56,22 @@ type Server struct {
 }
 
 // New returns a server for svc. Open binds and starts it.
-func New(cfg Config, svc testdbv1.TestDBServiceServer) *Server {
+func New(cfg Config, svc testdbv1.TestDBServiceServer) *API {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, svc: svc}
+	return &API{cfg: cfg, log: cfg.Logger, svc: svc}
 }
 
 // Open binds both listeners and starts serving. It logs the addresses it
 // actually bound.
-func (s *Server) Open(ctx context.Context) error {
+func (s *API) Open(ctx context.Context) error {
 	var err error
 	if s.gl, err = net.Listen("tcp", s.cfg.GRPCAddr); err != nil {
 		return fmt.Errorf("listen for gRPC on %s: %w (choose another --grpc-addr)", s.cfg.GRPCAddr, err)
 	}
 	if s.hl, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
-		s.gl.Close()
+		_ = s.gl.Close()
 		return fmt.Errorf("listen for HTTP on %s: %w (choose another --http-addr)", s.cfg.HTTPAddr, err)
 	}
 
@@ -133,13 +130,13 @@ func (s *Server) Open(ctx context.Context) error {
 }
 
 // GRPCAddr returns the address the gRPC listener bound.
-func (s *Server) GRPCAddr() string { return s.gl.Addr().String() }
+func (s *API) GRPCAddr() string { return s.gl.Addr().String() }
 
 // HTTPAddr returns the address the HTTP listener bound.
-func (s *Server) HTTPAddr() string { return s.hl.Addr().String() }
+func (s *API) HTTPAddr() string { return s.hl.Addr().String() }
 
 // SetServing flips the health status (NOT_SERVING during shutdown).
-func (s *Server) SetServing(ok bool) {
+func (s *API) SetServing(ok bool) {
 	st := healthpb.HealthCheckResponse_SERVING
 	if !ok {
 		st = healthpb.HealthCheckResponse_NOT_SERVING
@@ -150,7 +147,7 @@ func (s *Server) SetServing(ok bool) {
 
 // Close stops accepting calls, lets running ones finish until ctx ends, then
 // stops hard.
-func (s *Server) Close(ctx context.Context) error {
+func (s *API) Close(ctx context.Context) error {
 	if s.grpc == nil {
 		return nil
 	}
@@ -182,7 +179,7 @@ func explainBadJSON(ctx context.Context, mux *runtime.ServeMux, m runtime.Marsha
 	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
 }
 
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+func (s *API) healthz(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.health.Check(r.Context(), &healthpb.HealthCheckRequest{})
 	w.Header().Set("Content-Type", "application/json")
 	if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
@@ -195,7 +192,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 
 // authorized compares the presented bearer token with the configured one in
 // constant time (hashing both first so that even the length is not leaked).
-func (s *Server) authorized(header string) bool {
+func (s *API) authorized(header string) bool {
 	if s.cfg.Token == "" {
 		return true
 	}
@@ -209,7 +206,7 @@ func (s *Server) authorized(header string) bool {
 
 const authHelp = "missing or wrong bearer token: this daemon runs with --token; send the header \"Authorization: Bearer <token>\""
 
-func (s *Server) httpAuth(next http.Handler) http.Handler {
+func (s *API) httpAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" || s.authorized(r.Header.Get("Authorization")) {
 			next.ServeHTTP(w, r)
@@ -229,7 +226,7 @@ func limitBody(next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) checkGRPC(ctx context.Context, method string) error {
+func (s *API) checkGRPC(ctx context.Context, method string) error {
 	if strings.HasPrefix(method, "/grpc.health.v1.Health/") {
 		return nil
 	}
@@ -244,14 +241,14 @@ func (s *Server) checkGRPC(ctx context.Context, method string) error {
 	return nil
 }
 
-func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (s *API) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if err := s.checkGRPC(ctx, info.FullMethod); err != nil {
 		return nil, err
 	}
 	return handler(ctx, req)
 }
 
-func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (s *API) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	if err := s.checkGRPC(ss.Context(), info.FullMethod); err != nil {
 		return err
 	}

@@ -20,8 +20,10 @@ import (
 	reflectpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/testdbd/testdbd"
 	testdbv1 "github.com/testdbd/testdbd/api/testdb/v1"
 	"github.com/testdbd/testdbd/internal/testenv"
+	"github.com/testdbd/testdbd/lease"
 	"github.com/testdbd/testdbd/server"
 )
 
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 // startServer serves a Service over one real server on free ports.
-func startServer(t *testing.T, token string) *server.Server {
+func startServer(t *testing.T, token string) *server.API {
 	t.Helper()
 	fleet := testenv.Fleet(t, 1)
 	if _, err := fleet.Start(context.Background()); err != nil {
@@ -40,9 +42,12 @@ func startServer(t *testing.T, token string) *server.Server {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector())
+	m := lease.New(lease.Config{Fleet: fleet, Logger: testenv.Logger(t)})
+	m.Open()
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	srv := server.New(server.Config{
 		GRPCAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Token: token, Registry: reg, Logger: testenv.Logger(t),
-	}, &server.Service{Fleet: fleet})
+	}, &server.Service{Manager: m, DefaultStrategy: testdbd.StrategySnapshot})
 	if err := srv.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +61,7 @@ func startServer(t *testing.T, token string) *server.Server {
 
 func get(t *testing.T, url, token string) (int, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

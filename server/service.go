@@ -6,16 +6,17 @@ import (
 
 	"github.com/testdbd/testdbd"
 	testdbv1 "github.com/testdbd/testdbd/api/testdb/v1"
-	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/lease"
 	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/templates"
 )
 
 // Service implements the v1 API over the daemon's parts.
 type Service struct {
 	testdbv1.UnimplementedTestDBServiceServer
-	Fleet   *instance.Fleet
 	Manager *lease.Manager
+	// DefaultStrategy is the strategy of leases whose request names none.
+	DefaultStrategy testdbd.Strategy
 }
 
 var _ testdbv1.TestDBServiceServer = (*Service)(nil)
@@ -24,9 +25,8 @@ var _ testdbv1.TestDBServiceServer = (*Service)(nil)
 // from it at start and its memory and databases read now.
 func (s *Service) ListInstances(ctx context.Context, _ *testdbv1.ListInstancesRequest) (*testdbv1.ListInstancesResponse, error) {
 	resp := &testdbv1.ListInstancesResponse{Instances: []*testdbv1.Instance{}}
-	for _, srv := range s.Fleet.Servers() {
-		info, dbs := srv.Describe(ctx)
-		resp.Instances = append(resp.Instances, instanceToProto(info, dbs))
+	for _, info := range s.Manager.Instances(ctx) {
+		resp.Instances = append(resp.Instances, instanceToProto(info.InstanceInfo, info.Databases))
 	}
 	return resp, nil
 }
@@ -37,7 +37,7 @@ func (s *Service) EnsureTemplate(ctx context.Context, req *testdbv1.EnsureTempla
 	for i, f := range req.Migrations {
 		files[i] = migrations.File{Name: f.Name, Content: []byte(f.Content)}
 	}
-	info, err := s.Manager.EnsureTemplate(ctx, lease.TemplateRequest{
+	info, err := s.Manager.EnsureTemplate(ctx, templates.Request{
 		Name: req.Name, MigrationsDir: req.MigrationsDir, Files: files, Seed: req.SeedSql,
 		Engine: req.Engine, Async: req.Async, PoolSize: int(req.PoolSize),
 	})
@@ -79,6 +79,9 @@ func (s *Service) AcquireLease(ctx context.Context, req *testdbv1.AcquireLeaseRe
 	st, err := strategyFromProto(req.Strategy)
 	if err != nil {
 		return nil, toStatus(err)
+	}
+	if st == testdbd.StrategyUnspecified {
+		st = s.DefaultStrategy
 	}
 	if req.TtlSeconds < 0 || req.WaitTimeoutMs < 0 {
 		return nil, toStatus(testdbd.Errorf(testdbd.EInvalid, "ttl_seconds and wait_timeout_ms must not be negative"))

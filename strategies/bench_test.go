@@ -14,6 +14,7 @@ import (
 	"github.com/testdbd/testdbd/internal/testenv"
 	"github.com/testdbd/testdbd/internal/workload"
 	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
 )
 
@@ -34,7 +35,7 @@ func standardFixture(b *testing.B, tables int) *fixture {
 		b.Fatal(err)
 	}
 	f := &fixture{t: b, srv: srv, ddl: &strategies.DDLCounter{}}
-	if f.schema, err = migrations.Capture(ctx, srv.DB, "tpl"); err != nil {
+	if f.schema, err = schema.Capture(ctx, srv.DB, "tpl"); err != nil {
 		b.Fatal(err)
 	}
 	return f

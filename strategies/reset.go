@@ -1,45 +1,30 @@
-// Package strategies brings a worker database back to its template: it
-// ends the lease's sessions, finds the tables a test changed from a
-// baseline taken after the previous reset (one query for the whole
-// database), and restores them by the truncate, snapshot or rollback
-// strategy. Every reset is timed by phase and ends with a new baseline.
-//
-// Detection reads InnoDB's per-table MODIFIED_COUNTER, AUTOINC and TABLE_ID
-// (information_schema.INNODB_SYS_TABLESTATS on MariaDB, INNODB_TABLESTATS on
-// MySQL): the counter moves for every row written, rolled back or cascaded.
-// Schema changes are caught by the server's statement counters (see
-// DDLCounter) and by tables appearing, vanishing or being rebuilt; any of
-// them, a missing baseline, or detector preconditions that do not hold make
-// the reset check every object and every table against the template.
 package strategies
 
 import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/testdbd/testdbd"
-	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/accounts"
+	"github.com/testdbd/testdbd/schema"
 )
 
 // Target is one worker database to reset and what is known about it.
 type Target struct {
 	DB *sql.DB // administrative pool of the server
-	// StatusDB, when set, is a separate pool for reading the server's DDL
-	// counters at the same time as the tables' counters are read on DB (a
-	// separate pool, so that resets holding all of DB's connections do not
-	// wait on each other for one more). Nil reads both on one connection.
+	// StatusDB is a separate administrative pool for the detection reads,
+	// shared by the resets on the server (see scan), so that resets holding
+	// all of DB's connections do not wait on each other for one more.
 	StatusDB *sql.DB
-	Flavor   testdbd.Flavor     // selects information_schema names and KILL syntax
-	DDL      *DDLCounter        // the server's own-DDL counter
-	Schema   *migrations.Schema // the template's captured definition
-	Database string             // the worker database
+	Flavor   testdbd.Flavor // selects information_schema names and KILL syntax
+	DDL      *DDLCounter    // the server's own-DDL counter
+	Schema   *schema.Schema // the template's captured definition
+	Database string         // the worker database
 	// User is the lease's MySQL user; its sessions are ended first. Empty
 	// means no user (e.g. revoked already).
 	User string
@@ -78,7 +63,7 @@ func Reset(ctx context.Context, t Target) (testdbd.ResetReport, *Baseline, error
 	start := time.Now()
 	r := testdbd.ResetReport{Database: t.Database, Requested: t.Strategy, Strategy: t.Strategy,
 		TablesTotal: len(t.Schema.Tables)}
-	if r.Strategy == testdbd.StrategyDefault {
+	if r.Strategy == testdbd.StrategyUnspecified {
 		r.Strategy, r.Requested = testdbd.StrategySnapshot, testdbd.StrategySnapshot
 	}
 	conn, err := t.DB.Conn(ctx)
@@ -97,17 +82,10 @@ func Reset(ctx context.Context, t Target) (testdbd.ResetReport, *Baseline, error
 	return r, base, nil
 }
 
-// TakeBaseline reads a freshly cloned database's state.
-func TakeBaseline(ctx context.Context, db, statusDB *sql.DB, flavor testdbd.Flavor, ddl *DDLCounter, database string) (*Baseline, error) {
-	rs := &resetter{t: Target{DB: db, StatusDB: statusDB, Flavor: flavor, Database: database, DDL: ddl}}
-	if statusDB == nil {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer conn.Close()
-		rs.conn = conn
-	}
+// TakeBaseline reads a freshly cloned database's state through statusDB
+// (see Target.StatusDB).
+func TakeBaseline(ctx context.Context, statusDB *sql.DB, flavor testdbd.Flavor, ddl *DDLCounter, database string) (*Baseline, error) {
+	rs := &resetter{t: Target{StatusDB: statusDB, Flavor: flavor, Database: database, DDL: ddl}}
 	obs, err := rs.observe(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("baseline of %s: %w", database, err)
@@ -126,7 +104,7 @@ func (rs *resetter) run(ctx context.Context) (*Baseline, error) {
 	t := rs.t
 	phase := time.Now()
 	if t.User != "" {
-		n, err := EndSessions(ctx, rs.conn, t.Flavor, t.User)
+		n, err := accounts.EndSessions(ctx, rs.conn, t.Flavor, t.User)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +185,7 @@ func (rs *resetter) needsFullCheck(obs *observation) string {
 // ones, whose counters moved since the baseline, and unsure ones, restored
 // by the previous reset (their counters after a restore are not read, to
 // save a query; their content is checked instead).
-func (rs *resetter) candidates(obs *observation) (changed, unsure []*migrations.Table) {
+func (rs *resetter) candidates(obs *observation) (changed, unsure []*schema.Table) {
 	for _, tbl := range rs.t.Schema.Tables {
 		base := rs.t.Baseline.Tables[tbl.Name]
 		switch {
@@ -223,12 +201,12 @@ func (rs *resetter) candidates(obs *observation) (changed, unsure []*migrations.
 
 // differing returns the tables whose rows (CHECKSUM TABLE) or next
 // AUTO_INCREMENT value differ from the template's.
-func (rs *resetter) differing(ctx context.Context, tables []*migrations.Table, obs *observation) ([]*migrations.Table, error) {
+func (rs *resetter) differing(ctx context.Context, tables []*schema.Table, obs *observation) ([]*schema.Table, error) {
 	sums, err := rs.checksums(ctx, tables)
 	if err != nil {
 		return nil, err
 	}
-	var out []*migrations.Table
+	var out []*schema.Table
 	for _, tbl := range tables {
 		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum || obs.tables[tbl.Name].AutoInc != tbl.AutoIncrement {
 			out = append(out, tbl)
@@ -237,12 +215,12 @@ func (rs *resetter) differing(ctx context.Context, tables []*migrations.Table, o
 	return out, nil
 }
 
-func (rs *resetter) checksums(ctx context.Context, tables []*migrations.Table) (map[string]int64, error) {
+func (rs *resetter) checksums(ctx context.Context, tables []*schema.Table) (map[string]int64, error) {
 	names := make([]string, len(tables))
 	for i, tbl := range tables {
-		names[i] = migrations.Quote(rs.t.Database) + "." + migrations.Quote(tbl.Name)
+		names[i] = schema.Quote(rs.t.Database) + "." + schema.Quote(tbl.Name)
 	}
-	sums, err := migrations.Checksums(ctx, rs.conn, "CHECKSUM TABLE "+strings.Join(names, ", "))
+	sums, err := schema.Checksums(ctx, rs.conn, "CHECKSUM TABLE "+strings.Join(names, ", "))
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
@@ -252,7 +230,7 @@ func (rs *resetter) checksums(ctx context.Context, tables []*migrations.Table) (
 // baselineAfter is the baseline after restoring tables: the counters
 // detection read, with the restored tables marked unsure. Sessions were
 // ended before detection, so nothing else changed since.
-func (rs *resetter) baselineAfter(restored []*migrations.Table) *Baseline {
+func (rs *resetter) baselineAfter(restored []*schema.Table) *Baseline {
 	b := rs.obs.baseline()
 	for _, tbl := range restored {
 		st := b.Tables[tbl.Name]
@@ -266,7 +244,7 @@ func (rs *resetter) baselineAfter(restored []*migrations.Table) *Baseline {
 // rolls back). Check with CHECKSUM TABLE that nothing was committed to the
 // candidate tables, restore the ones that differ, and rewind the
 // AUTO_INCREMENT counters that moved.
-func (rs *resetter) rollback(ctx context.Context, candidates []*migrations.Table, obs *observation) (*Baseline, error) {
+func (rs *resetter) rollback(ctx context.Context, candidates []*schema.Table, obs *observation) (*Baseline, error) {
 	if len(candidates) == 0 {
 		return rs.baselineAfter(nil), nil
 	}
@@ -275,7 +253,7 @@ func (rs *resetter) rollback(ctx context.Context, candidates []*migrations.Table
 	if err != nil {
 		return nil, err
 	}
-	var committed, rewind []*migrations.Table
+	var committed, rewind []*schema.Table
 	for _, tbl := range candidates {
 		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum {
 			committed = append(committed, tbl)
@@ -299,28 +277,28 @@ func (rs *resetter) rollback(ctx context.Context, candidates []*migrations.Table
 // DELETE + copy) and sets AUTO_INCREMENT where it is not the template's,
 // with the restored tables' triggers dropped around the copy so that they
 // do not fire, all in one batch that ends with the new baseline.
-func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*migrations.Table, obs *observation, how testdbd.Strategy) (*Baseline, error) {
+func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*schema.Table, obs *observation, how testdbd.Strategy) (*Baseline, error) {
 	phase := time.Now()
-	s, db := rs.t.Schema, migrations.Quote(rs.t.Database)
+	s, db := rs.t.Schema, schema.Quote(rs.t.Database)
 	var b strings.Builder
 	ddl := 0
-	b.WriteString("SET SESSION FOREIGN_KEY_CHECKS = 0, sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION';\n")
+	b.WriteString(schema.CopySession + ";\n")
 	triggered := map[string]bool{}
 	for _, tbl := range restore {
 		if tbl.HasTriggers {
 			triggered[tbl.Name] = true
 		}
 	}
-	var triggers []migrations.Object
+	var triggers []schema.Object
 	for _, tr := range s.Triggers {
 		if triggered[tr.Table] {
 			triggers = append(triggers, tr)
-			fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, migrations.Quote(tr.Name))
+			fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, schema.Quote(tr.Name))
 			ddl++
 		}
 	}
 	for _, tbl := range restore {
-		name := db + "." + migrations.Quote(tbl.Name)
+		name := db + "." + schema.Quote(tbl.Name)
 		ai := tbl.AutoIncrement != 0 && obs.tables[tbl.Name].AutoInc != tbl.AutoIncrement
 		if how == testdbd.StrategyTruncate {
 			fmt.Fprintf(&b, "TRUNCATE TABLE %s;\n", name)
@@ -340,18 +318,18 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*mig
 		rs.r.TablesReset = append(rs.r.TablesReset, tbl.Name)
 	}
 	for _, tbl := range rewind {
-		fmt.Fprintf(&b, "ALTER TABLE %s.%s AUTO_INCREMENT = %d;\n", db, migrations.Quote(tbl.Name), tbl.AutoIncrement)
+		fmt.Fprintf(&b, "ALTER TABLE %s.%s AUTO_INCREMENT = %d;\n", db, schema.Quote(tbl.Name), tbl.AutoIncrement)
 		ddl++
 		rs.r.TablesReset = append(rs.r.TablesReset, tbl.Name)
 	}
 	if len(triggers) > 0 {
 		fmt.Fprintf(&b, "USE %s;\n", db)
-		if err := migrations.WriteObjects(&b, triggers); err != nil {
+		if err := schema.WriteObjects(&b, triggers); err != nil {
 			return nil, err
 		}
 		ddl += len(triggers)
 	}
-	b.WriteString("SET SESSION FOREIGN_KEY_CHECKS = 1, sql_mode = DEFAULT; SET NAMES utf8mb4")
+	b.WriteString(schema.ResetSession)
 	err := rs.t.DDL.Exec(ctx, rs.conn, ddl, b.String())
 	rs.r.Phases.Restore = time.Since(phase)
 	if err != nil {
@@ -366,18 +344,18 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*mig
 func (rs *resetter) fullCheck(ctx context.Context, why string) (*Baseline, error) {
 	phase := time.Now()
 	rs.r.FallbackReason = why + "; checked every table"
-	worker, err := migrations.CaptureConn(ctx, rs.conn, rs.t.Database)
+	worker, err := schema.CaptureConn(ctx, rs.conn, rs.t.Database)
 	var changes []string
 	if err != nil {
 		changes = []string{"database " + rs.t.Database + " could not be read (" + err.Error() + ")"}
 	} else {
-		changes = schemaChanges(rs.t.Schema, worker)
+		changes = schema.Diff(rs.t.Schema, worker)
 	}
 	rs.r.Phases.Verify = time.Since(phase)
 	if len(changes) > 0 {
 		return rs.reclone(ctx, changes)
 	}
-	var restore []*migrations.Table
+	var restore []*schema.Table
 	for _, tbl := range rs.t.Schema.Tables {
 		w, _ := worker.Table(tbl.Name)
 		if w.Checksum != tbl.Checksum || w.AutoIncrement != tbl.AutoIncrement || w.Rows != tbl.Rows {
@@ -409,7 +387,7 @@ func (rs *resetter) reclone(ctx context.Context, changes []string) (*Baseline, e
 	if err != nil {
 		return nil, err
 	}
-	q = "DROP DATABASE IF EXISTS " + migrations.Quote(rs.t.Database) + ";\n" + q
+	q = "DROP DATABASE IF EXISTS " + schema.Quote(rs.t.Database) + ";\n" + q
 	if err := rs.t.DDL.Exec(ctx, rs.conn, ddl+1, q); err != nil {
 		return nil, fmt.Errorf("re-create %s: %w", rs.t.Database, err)
 	}
@@ -424,56 +402,6 @@ func (rs *resetter) reclone(ctx context.Context, changes []string) (*Baseline, e
 	return base, nil
 }
 
-// schemaChanges lists the objects of worker that differ from the template.
-func schemaChanges(tpl, worker *migrations.Schema) []string {
-	var out []string
-	if tpl.Charset != worker.Charset || tpl.Collation != worker.Collation {
-		out = append(out, "database default character set or collation")
-	}
-	defs := func(s *migrations.Schema) map[string]string {
-		m := map[string]string{}
-		for _, t := range s.Tables {
-			m["table "+t.Name] = stripAutoInc(t.Create)
-		}
-		for _, o := range s.Objects() {
-			m[strings.ToLower(o.Kind)+" "+o.Name] = o.Create + "\x00" + o.SQLMode
-		}
-		order := make([]string, len(s.Triggers))
-		for i, tr := range s.Triggers {
-			order[i] = tr.Name
-		}
-		m["trigger order"] = strings.Join(order, ",")
-		return m
-	}
-	want, got := defs(tpl), defs(worker)
-	for k, v := range want {
-		if g, ok := got[k]; !ok {
-			out = append(out, k+" was dropped")
-		} else if g != v {
-			out = append(out, k+" was altered")
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			out = append(out, k+" was created")
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func stripAutoInc(create string) string {
-	i := strings.Index(create, " AUTO_INCREMENT=")
-	if i < 0 {
-		return create
-	}
-	j := i + len(" AUTO_INCREMENT=")
-	for j < len(create) && create[j] >= '0' && create[j] <= '9' {
-		j++
-	}
-	return create[:i] + create[j:]
-}
-
 // brokenDetector, set only by tests, makes the detector ignore the tables
 // it returns true for, to show that the property test catches a detector
 // that misses changes.
@@ -486,44 +414,12 @@ type observation struct {
 	own       mark
 }
 
-// observe runs the detection query with no schema-changing batch of the
-// daemon in flight on the server.
-//
-// The two halves, the tables' counters and the server's DDL counters, are
-// read on two connections at once: each costs a few hundred microseconds
-// of the server's time, and the server has more than one core. With a
-// status pool the read is shared with the other resets on the server that
-// wait for one at the same moment (see scan).
+// observe reads the worker's table states and the server's DDL counters,
+// with no schema-changing batch of the daemon in flight on the server. The
+// read is shared with the other resets on the server that wait for one at
+// the same moment (see scan).
 func (rs *resetter) observe(ctx context.Context) (*observation, error) {
-	if rs.t.StatusDB != nil {
-		return rs.t.DDL.observeShared(ctx, rs.t.StatusDB, rs.t.Flavor, rs.t.Database)
-	}
-	obs := &observation{tables: map[string]TableState{}}
-	own, err := rs.t.DDL.observe(func() error {
-		status := make(chan error, 1)
-		if rs.t.StatusDB == nil {
-			n, err := readDDLStatus(ctx, rs.conn)
-			obs.serverDDL = n
-			status <- err
-		} else {
-			go func() {
-				n, err := readDDLStatus(ctx, rs.t.StatusDB)
-				obs.serverDDL = n
-				status <- err
-			}()
-		}
-		err := func() error {
-			rows, err := rs.conn.QueryContext(ctx, rs.tablesSQL())
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			return obs.readTables(rows)
-		}()
-		return errors.Join(err, <-status)
-	})
-	obs.own = own
-	return obs, err
+	return rs.t.DDL.observeShared(ctx, rs.t.StatusDB, rs.t.Flavor, rs.t.Database)
 }
 
 // readDDLStatus returns the sum of the server's schema-changing statement
@@ -551,121 +447,22 @@ func readDDLStatus(ctx context.Context, db queryer) (int64, error) {
 // makes the next check count more statements as others', never fewer, and
 // the daemon's own statements since then are counted on both sides.
 func (rs *resetter) rebaseline(ctx context.Context) (*Baseline, error) {
-	rows, err := rs.conn.QueryContext(ctx, rs.tablesSQL())
+	tables, err := readTableStates(ctx, rs.conn, rs.t.Flavor, map[string]bool{rs.t.Database: true})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	after := &observation{tables: map[string]TableState{}}
-	if err := after.readTables(rows); err != nil {
-		return nil, err
+	states := tables[rs.t.Database]
+	if states == nil {
+		states = map[string]TableState{}
 	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	return &Baseline{Tables: after.tables, ServerDDL: rs.obs.serverDDL, own: rs.obs.own}, nil
+	return &Baseline{Tables: states, ServerDDL: rs.obs.serverDDL, own: rs.obs.own}, nil
 }
 
 func (o *observation) baseline() *Baseline {
 	return &Baseline{Tables: o.tables, ServerDDL: o.serverDDL, own: o.own}
 }
 
-// readTables reads the table states of the current result set.
-func (o *observation) readTables(rows *sql.Rows) error {
-	for rows.Next() {
-		var name string
-		var st TableState
-		if err := rows.Scan(&name, &st.ID, &st.Modified, &st.AutoInc); err != nil {
-			return err
-		}
-		addTable(o.tables, name, st)
-	}
-	return rows.Err()
-}
-
-// tablesSQL reads the worker's table states: InnoDB's per-table counters.
-func (rs *resetter) tablesSQL() string {
-	view := "INNODB_SYS_TABLESTATS"
-	if rs.t.Flavor == testdbd.MySQL {
-		view = "INNODB_TABLESTATS"
-	}
-	// Table names come filename-encoded (e.g. "my@002dtable"); the filename
-	// character set decodes them.
-	return fmt.Sprintf("SELECT CONVERT(CAST(SUBSTRING(NAME, %d) AS BINARY) USING filename), TABLE_ID, MODIFIED_COUNTER, AUTOINC "+
-		"FROM information_schema.%s WHERE NAME LIKE '%s/%%'",
-		len(rs.t.Database)+2, view, likeEscape(rs.t.Database))
-}
-
-// likeEscape escapes a database name (letters, digits, underscores: generated
-// by testdbd) for a LIKE pattern.
-func likeEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\\\`, `_`, `\_`, `%`, `\%`, `'`, `''`).Replace(s)
-}
-
-// EndSessions ends every session of user and waits until they are gone, so
-// that their transactions are rolled back and their locks released. It
-// returns how many sessions there were.
-func EndSessions(ctx context.Context, conn *sql.Conn, flavor testdbd.Flavor, user string) (int, error) {
-	lit := "'" + strings.ReplaceAll(user, "'", "''") + "'"
-	n := 0
-	if flavor == testdbd.MariaDB {
-		res, err := conn.ExecContext(ctx, "KILL HARD CONNECTION USER "+lit)
-		if err != nil {
-			return 0, fmt.Errorf("end sessions of %s: %w", user, err)
-		}
-		affected, _ := res.RowsAffected()
-		n = int(affected)
-	} else {
-		rows, err := conn.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", user)
-		if err != nil {
-			return 0, fmt.Errorf("end sessions of %s: %w", user, err)
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err == nil {
-				ids = append(ids, id)
-			}
-		}
-		rows.Close()
-		for _, id := range ids {
-			if _, err := conn.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(id, 10)); err != nil && !isNoSuchThread(err) {
-				return 0, fmt.Errorf("end session %d of %s: %w", id, user, err)
-			}
-		}
-		n = len(ids)
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	// KILL only flags the sessions; wait until they have rolled back and gone.
-	deadline := time.Now().Add(30 * time.Second)
-	for first := true; ; first = false {
-		if !first {
-			select {
-			case <-ctx.Done():
-				return n, ctx.Err()
-			case <-time.After(200 * time.Microsecond):
-			}
-		}
-		var left int
-		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", user).Scan(&left); err != nil {
-			return n, err
-		}
-		if left == 0 {
-			return n, nil
-		}
-		if time.Now().After(deadline) {
-			return n, testdbd.Errorf(testdbd.ETimeout, "%d sessions of %s did not end within 30 s of KILL", left, user)
-		}
-	}
-}
-
-func isNoSuchThread(err error) bool {
-	return strings.Contains(err.Error(), "1094") // ER_NO_SUCH_THREAD: it ended by itself
-}
-
-func tableNames(ts []*migrations.Table) string {
+func tableNames(ts []*schema.Table) string {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.Name

@@ -19,6 +19,7 @@ import (
 	"github.com/testdbd/testdbd/internal/dbcompare"
 	"github.com/testdbd/testdbd/internal/testenv"
 	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
 )
 
@@ -34,9 +35,9 @@ func TestMain(m *testing.M) {
 // fixture is a server with a template and helpers to make worker databases.
 type fixture struct {
 	t      testing.TB
-	srv    *instance.Server
+	srv    *instance.Member
 	ddl    *strategies.DDLCounter
-	schema *migrations.Schema
+	schema *schema.Schema
 	want   *dbcompare.Snapshot
 }
 
@@ -91,7 +92,7 @@ func newFixture(t testing.TB, p testenv.Provider) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}}
-	if f.schema, err = migrations.Capture(ctx, srv.DB, "tpl"); err != nil {
+	if f.schema, err = schema.Capture(ctx, srv.DB, "tpl"); err != nil {
 		t.Fatal(err)
 	}
 	if f.want, err = dbcompare.Take(ctx, srv.DB, "tpl"); err != nil {
@@ -116,11 +117,11 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { f.srv.DB.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", user)) })
-	base, err := strategies.TakeBaseline(ctx, f.srv.DB, f.srv.StatusDB, f.srv.Flavor, f.ddl, name)
+	base, err := strategies.TakeBaseline(ctx, f.srv.StatusDB, f.srv.Flavor, f.ddl, name)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	host, port := f.srv.Client()
+	host, port := f.srv.ClientAddr()
 	cfg := mysql.NewConfig()
 	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", host+":"+strconv.Itoa(port), user, "pw", name
 	cfg.MultiStatements = true

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/testdbd/testdbd"
 	testdbv1 "github.com/testdbd/testdbd/api/testdb/v1"
 	"github.com/testdbd/testdbd/client/grpcclient"
 	"github.com/testdbd/testdbd/instance"
@@ -34,7 +35,7 @@ func TestLeaseOverGRPC(t *testing.T) {
 	m := lease.New(lease.Config{Fleet: fleet, Logger: testenv.Logger(t)})
 	m.Open()
 	srv := server.New(server.Config{GRPCAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Token: "tok", Logger: testenv.Logger(t)},
-		&server.Service{Fleet: fleet, Manager: m})
+		&server.Service{Manager: m, DefaultStrategy: testdbd.StrategySnapshot})
 	if err := srv.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}

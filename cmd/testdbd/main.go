@@ -1,13 +1,3 @@
-// Command testdbd is the test-database daemon and its command-line client.
-//
-//	testdbd serve [flags]      run the daemon
-//	testdbd template ...       client commands: they talk to a daemon's
-//	testdbd lease ...          REST API at --addr (see cli.go)
-//	testdbd reset|renew|release LEASE_ID
-//	testdbd status
-//	testdbd version            print the version
-//
-// Every flag can also be set as TESTDBD_<NAME> (e.g. TESTDBD_HTTP_ADDR).
 package main
 
 import (

@@ -153,7 +153,7 @@ type daemon struct {
 	provider testdbd.Provider
 	fleet    *instance.Fleet
 	manager  *lease.Manager
-	server   *server.Server
+	server   *server.API
 }
 
 // openDaemon validates cfg, starts the provider (cleaning up after a killed
@@ -182,7 +182,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 		MaxInstances: cfg.MaxInstances,
 		Settings:     settings,
 		Logger:       log,
-		OnDeath: func(s *instance.Server, err error) {
+		OnDeath: func(s *instance.Member, err error) {
 			if manager != nil {
 				manager.OnInstanceDeath(s, err)
 			}
@@ -211,11 +211,11 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 		Fleet: d.fleet, MaxDatabases: cfg.MaxDatabases, MaxDBsPerInstance: cfg.MaxDBsPerInstance,
 		MemoryBudget: int64(cfg.MemoryBudget), PoolSize: cfg.PoolSize, IdleTrim: cfg.PoolIdle, Clones: cfg.Clones,
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait,
-		DefaultStrategy: strategy, Registerer: reg, Logger: log,
+		Registerer: reg, Logger: log,
 	})
 	manager.Open()
 	d.manager = manager
-	svc := &server.Service{Fleet: d.fleet, Manager: manager}
+	svc := &server.Service{Manager: manager, DefaultStrategy: strategy}
 	d.server = server.New(server.Config{
 		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Registry: reg, Logger: log,
 	}, svc)

@@ -1,30 +1,8 @@
-// Package docker starts MySQL and MariaDB servers as Docker containers,
-// through testcontainers-go, with their datadir on a tmpfs mount.
-//
-// testdbd does not rely on the official images' entrypoint: every container
-// runs testdbd's own start script with /bin/sh, which initializes the tmpfs
-// datadir (copying the image's pristine datadir when it carries one at
-// /testdbd/seed, else with mariadb-install-db or mysqld
-// --initialize-insecure), creates testdbd's admin account with --init-file
-// and execs the server with the disposable-data settings. The same code
-// serves the official mysql:8.x/9.x and mariadb:10.11/11.x images and the
-// image `make image` builds from the host's Debian packages. Only the latter
-// is tested here (no registry is reachable); the official-image path is
-// written for them but untested.
-//
-// Containers use the host's network and listen on 127.0.0.1 on a free port.
-// They carry the labels io.testdbd.owner (a hash of the host name and the
-// state directory), io.testdbd.instance and io.testdbd.state-dir. Ryuk, the
-// testcontainers reaper, cannot be pulled without a registry and must be
-// disabled (TESTCONTAINERS_RYUK_DISABLED=true): the provider removes its
-// own containers on Close, and at start removes the ones a daemon of the
-// same state directory killed with -9 left behind.
 package docker
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -48,6 +26,7 @@ import (
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/internal/random"
 )
 
 // DefaultImage is the image `make image` builds from the host's MariaDB
@@ -110,7 +89,7 @@ type Provider struct {
 	wg       sync.WaitGroup     // the watchers
 
 	mu      sync.Mutex
-	servers map[string]*Server
+	servers map[string]*Container
 	closed  bool
 }
 
@@ -142,7 +121,7 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 			"docker provider: TESTCONTAINERS_HUB_IMAGE_NAME_PREFIX (or hub.image.name.prefix) is set to %q and would rewrite the image name: unset it",
 			tc.HubImageNamePrefix)
 	}
-	p := &Provider{cfg: cfg, log: cfg.Logger, servers: map[string]*Server{}}
+	p := &Provider{cfg: cfg, log: cfg.Logger, servers: map[string]*Container{}}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -161,9 +140,9 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 	}
 	defer func() {
 		if err != nil {
-			p.lock.Close()
+			_ = p.lock.Close()
 			if p.cli != nil {
-				p.cli.Close()
+				_ = p.cli.Close()
 			}
 		}
 	}()
@@ -217,7 +196,7 @@ func (p *Provider) Close(ctx context.Context) error {
 		return nil
 	}
 	p.closed = true
-	servers := make([]*Server, 0, len(p.servers))
+	servers := make([]*Container, 0, len(p.servers))
 	for _, s := range p.servers {
 		servers = append(servers, s)
 	}
@@ -337,13 +316,13 @@ exit 127`
 func (p *Provider) detectEngine(ctx context.Context) (testdbd.Engine, error) {
 	ctr, err := testcontainers.Run(ctx, p.cfg.Image,
 		testcontainers.WithLogger(p.tclog),
-		testcontainers.WithName("testdbd-"+p.owner+"-version-"+randomHex(3)),
+		testcontainers.WithName("testdbd-"+p.owner+"-version-"+random.Hex(3)),
 		testcontainers.WithEntrypoint("/bin/sh", "-c", versionScript, "testdbd-version"),
 		testcontainers.WithLabels(p.labels("version")),
 		networkMode("none"),
 		testcontainers.WithWaitStrategy(wait.ForExit().WithExitTimeout(time.Minute).WithPollInterval(50*time.Millisecond)),
 	)
-	defer p.terminate(ctr)
+	defer func() { _ = p.terminate(ctr) }()
 	if err != nil {
 		return testdbd.Engine{}, fmt.Errorf("docker provider: run %s --version in image %s: %w", "mariadbd/mysqld", p.cfg.Image, err)
 	}
@@ -424,12 +403,6 @@ func networkMode(mode string) testcontainers.CustomizeRequestOption {
 			}
 		}).Customize(req)
 	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func shortID(id string) string {

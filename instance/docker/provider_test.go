@@ -253,7 +253,7 @@ func TestStartStop(t *testing.T) {
 
 	// root is not reachable over TCP (only by Unix socket inside the
 	// container), with or without a password guess.
-	host, port := inst.Client()
+	host, port := inst.ClientAddr()
 	if err := connect(t, host, port, "root", "", "").Ping(); err == nil {
 		t.Error("root logged in over TCP without a password")
 	}
@@ -314,7 +314,7 @@ func TestLeaseUser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create lease user: %v", err)
 	}
-	host, port := inst.Client()
+	host, port := inst.ClientAddr()
 	db := connect(t, host, port, "u", "secret-1", "w1")
 	if _, err := db.Exec("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v TEXT)"); err != nil {
 		t.Fatalf("lease user: %v", err)
@@ -458,7 +458,7 @@ func TestInitializeWithoutSeed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fleet start: %v", err)
 	}
-	if bad := instance.Mismatched(s.Info(context.Background()).Settings); len(bad) > 0 {
+	if bad := testdbd.Mismatched(s.Info(context.Background()).Settings); len(bad) > 0 {
 		t.Errorf("settings that did not take: %v", bad)
 	}
 	var n int
@@ -541,7 +541,7 @@ func TestOfficialImageLayout(t *testing.T) {
 		t.Fatalf("fleet start: %v", err)
 	}
 	info := s.Info(ctx)
-	if bad := instance.Mismatched(info.Settings); len(bad) > 0 || !info.DatadirOnTmpfs {
+	if bad := testdbd.Mismatched(info.Settings); len(bad) > 0 || !info.DatadirOnTmpfs {
 		t.Errorf("settings not taken %v, datadir on tmpfs %v", bad, info.DatadirOnTmpfs)
 	}
 	var user string

@@ -5,7 +5,7 @@ package native
 func (p *Provider) Abandon() {
 	p.mu.Lock()
 	p.closed = true
-	p.servers = map[string]*Server{}
+	p.servers = map[string]*Process{}
 	lock := p.lock
 	p.lock = nil
 	p.mu.Unlock()

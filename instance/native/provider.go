@@ -1,23 +1,7 @@
-// Package native starts MySQL and MariaDB servers as child processes with
-// their datadir on tmpfs.
-//
-// Layout under the state directory:
-//
-//	lock                      held (flock) while a daemon uses the directory
-//	pristine/<key>/           an initialized datadir, copied for every server
-//	instances/<id>/record.json what to clean up if the daemon dies (pid, mount)
-//	instances/<id>/tmpfs/     the instance's tmpfs mount when running as root
-//	instances/<id>/mysqld.sock, error.log
-//
-// When not running as root, datadirs live under /dev/shm instead of a mount
-// of their own. At start the provider removes whatever a previous daemon
-// killed with -9 left behind under the same state directory.
 package native
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,7 +51,7 @@ type Provider struct {
 	pristine string   // initialized datadir copied for every server
 
 	mu      sync.Mutex
-	servers map[string]*Server
+	servers map[string]*Process
 	closed  bool
 }
 
@@ -83,7 +67,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if cfg.TmpfsBytes == 0 {
 		cfg.TmpfsBytes = DefaultTmpfsBytes
 	}
-	p := &Provider{cfg: cfg, log: cfg.Logger, servers: map[string]*Server{}}
+	p := &Provider{cfg: cfg, log: cfg.Logger, servers: map[string]*Process{}}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -122,15 +106,12 @@ func (p *Provider) Name() string { return "native" }
 // Engine returns the flavor and version of the server binary.
 func (p *Provider) Engine() testdbd.Engine { return p.engine }
 
-// Binary returns the server binary's path.
-func (p *Provider) Binary() string { return p.binary }
-
 // Close stops every server, removes their datadirs and mounts, and releases
 // the state directory.
 func (p *Provider) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
-	servers := make([]*Server, 0, len(p.servers))
+	servers := make([]*Process, 0, len(p.servers))
 	for _, s := range p.servers {
 		servers = append(servers, s)
 	}
@@ -191,12 +172,6 @@ func currentUser() string {
 		return u.Username
 	}
 	return "root"
-}
-
-func randomID(prefix string) string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
 }
 
 func (p *Provider) forget(id string) {

@@ -99,7 +99,7 @@ func TestStartStop(t *testing.T) {
 	}
 	// Clients reach the server over loopback TCP; the root account must
 	// not be reachable that way (it authenticates by Unix socket only).
-	host, port := inst.Client()
+	host, port := inst.ClientAddr()
 	cfg := mysql.NewConfig()
 	cfg.Net, cfg.Addr, cfg.User = "tcp", host+":"+strconv.Itoa(port), "root"
 	db, _ := sql.Open("mysql", cfg.FormatDSN())
@@ -147,7 +147,7 @@ func TestSettingsReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bad := instance.Mismatched(st); len(bad) != 1 || !strings.Contains(bad[0], "innodb_buffer_pool_size") {
+	if bad := testdbd.Mismatched(st); len(bad) != 1 || !strings.Contains(bad[0], "innodb_buffer_pool_size") {
 		t.Errorf("mismatch report %v, want innodb_buffer_pool_size only", bad)
 	}
 }

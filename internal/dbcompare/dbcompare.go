@@ -1,6 +1,3 @@
-// Package dbcompare compares whole databases: every schema object's
-// definition, every table's rows (CHECKSUM TABLE) and every AUTO_INCREMENT
-// counter. Tests use it to prove that clones and resets equal their template.
 package dbcompare
 
 import (
@@ -11,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/schema"
 )
 
 // Snapshot is what makes a database what it is.
@@ -50,23 +47,21 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 	}
 
 	kinds := map[string]string{}
-	rows, err := conn.QueryContext(ctx, "SHOW FULL TABLES")
+	err = schema.EachRow(ctx, conn, "SHOW FULL TABLES", nil, func(rows *sql.Rows) error {
+		var n, kind string
+		if err := rows.Scan(&n, &kind); err != nil {
+			return err
+		}
+		kinds[n] = kind
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
-		var n, kind string
-		if err := rows.Scan(&n, &kind); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		kinds[n] = kind
-	}
-	rows.Close()
 	var tables []string
 	for n, kind := range kinds {
 		if kind == "VIEW" {
-			v, err := migrations.ShowCreate(ctx, conn, "SHOW CREATE VIEW "+quote(n))
+			v, err := schema.ShowCreate(ctx, conn, "SHOW CREATE VIEW "+quote(n))
 			if err != nil {
 				return nil, err
 			}
@@ -74,7 +69,7 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 			continue
 		}
 		tables = append(tables, n)
-		v, err := migrations.ShowCreate(ctx, conn, "SHOW CREATE TABLE "+quote(n))
+		v, err := schema.ShowCreate(ctx, conn, "SHOW CREATE TABLE "+quote(n))
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +86,7 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 		for i, t := range tables {
 			q[i] = quote(t)
 		}
-		sums, err := migrations.Checksums(ctx, conn, "CHECKSUM TABLE "+strings.Join(q, ", "))
+		sums, err := schema.Checksums(ctx, conn, "CHECKSUM TABLE "+strings.Join(q, ", "))
 		if err != nil {
 			return nil, err
 		}
@@ -99,21 +94,19 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 			s.Checksums[strings.TrimPrefix(n, name+".")] = sum
 		}
 	}
-	rows, err = conn.QueryContext(ctx, `SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES
-		WHERE TABLE_SCHEMA = ? AND AUTO_INCREMENT IS NOT NULL`, name)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
+	err = schema.EachRow(ctx, conn, `SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES
+		WHERE TABLE_SCHEMA = ? AND AUTO_INCREMENT IS NOT NULL`, []any{name}, func(rows *sql.Rows) error {
 		var n string
 		var ai int64
 		if err := rows.Scan(&n, &ai); err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
 		s.AutoIncrement[n] = ai
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	rows.Close()
 
 	objs := []struct{ kind, list, show, col string }{
 		{"TRIGGER", "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?", "SHOW CREATE TRIGGER ", "SQL Original Statement"},
@@ -122,22 +115,20 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 		{"EVENT", "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", "SHOW CREATE EVENT ", "Create Event"},
 	}
 	for _, o := range objs {
-		rows, err := conn.QueryContext(ctx, o.list, name)
+		var names []string
+		err := schema.EachRow(ctx, conn, o.list, []any{name}, func(rows *sql.Rows) error {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+			names = append(names, n)
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		var names []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			names = append(names, n)
-		}
-		rows.Close()
 		for _, n := range names {
-			v, err := migrations.ShowCreate(ctx, conn, o.show+quote(n))
+			v, err := schema.ShowCreate(ctx, conn, o.show+quote(n))
 			if err != nil {
 				return nil, err
 			}

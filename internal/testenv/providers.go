@@ -8,7 +8,6 @@ import (
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
-	"github.com/testdbd/testdbd/instance/docker/dockertest"
 )
 
 // Provider is one way of running servers that integration tests are
@@ -20,7 +19,7 @@ type Provider struct {
 	// reachable.
 	New func(tb testing.TB) testdbd.Provider
 	// Kill makes a running server die the way kill -9 would.
-	Kill func(tb testing.TB, s *instance.Server)
+	Kill func(tb testing.TB, s *instance.Member)
 }
 
 // Providers returns the native and the docker provider.
@@ -29,7 +28,7 @@ func Providers() []Provider {
 		{
 			Name: "native",
 			New:  func(tb testing.TB) testdbd.Provider { return Native(tb) },
-			Kill: func(tb testing.TB, s *instance.Server) {
+			Kill: func(tb testing.TB, s *instance.Member) {
 				if err := syscall.Kill(s.Info(context.Background()).PID, syscall.SIGKILL); err != nil {
 					tb.Fatalf("kill -9: %v", err)
 				}
@@ -37,8 +36,8 @@ func Providers() []Provider {
 		},
 		{
 			Name: "docker",
-			New:  func(tb testing.TB) testdbd.Provider { return dockertest.Provider(tb) },
-			Kill: func(tb testing.TB, s *instance.Server) {
+			New:  func(tb testing.TB) testdbd.Provider { return Docker(tb) },
+			Kill: func(tb testing.TB, s *instance.Member) {
 				id := s.Info(context.Background()).ContainerID
 				if out, err := exec.Command("docker", "kill", id).CombinedOutput(); err != nil {
 					tb.Fatalf("docker kill %s: %v: %s", id, err, out)
@@ -49,7 +48,7 @@ func Providers() []Provider {
 }
 
 // ServerOf starts one server of provider p, stopped at the end of the test.
-func ServerOf(tb testing.TB, p Provider) *instance.Server {
+func ServerOf(tb testing.TB, p Provider) *instance.Member {
 	tb.Helper()
 	f := instance.NewFleet(p.New(tb), instance.FleetConfig{MaxInstances: 1, Logger: Logger(tb)})
 	tb.Cleanup(func() {

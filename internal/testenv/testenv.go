@@ -1,7 +1,3 @@
-// Package testenv starts real servers for tests: native MariaDB/MySQL
-// processes on tmpfs, through the project's own provider. Every helper
-// registers cleanup, so servers, datadirs and mounts are removed even when a
-// test fails.
 package testenv
 
 import (
@@ -115,7 +111,7 @@ func Fleet(tb testing.TB, max int) *instance.Fleet {
 }
 
 // Server starts one native server and returns it with its admin pool.
-func Server(tb testing.TB) *instance.Server {
+func Server(tb testing.TB) *instance.Member {
 	tb.Helper()
 	f := Fleet(tb, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

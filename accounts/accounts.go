@@ -1,0 +1,155 @@
+package accounts
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/internal/random"
+)
+
+// Account is a MySQL account with privileges on one database only.
+type Account struct {
+	User     string
+	Password string
+	Database string
+}
+
+// Create makes an account named prefix plus random characters, with a
+// random password and ALL PRIVILEGES on database (no GRANT OPTION, nothing
+// on any other schema). db must be an administrative pool.
+func Create(ctx context.Context, db *sql.DB, prefix, database string) (Account, error) {
+	a := Account{User: prefix + random.String(12, random.LowerAlnum), Password: random.String(24, random.Alnum), Database: database}
+	q := fmt.Sprintf("CREATE USER %s IDENTIFIED BY '%s'; GRANT ALL PRIVILEGES ON %s.* TO %s",
+		Quote(a.User), a.Password, GrantName(database), Quote(a.User))
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		_ = Drop(context.WithoutCancel(ctx), db, a.User)
+		return Account{}, fmt.Errorf("create user for %s: %w", database, err)
+	}
+	return a, nil
+}
+
+// Drop drops an account if it exists. Its open sessions keep running until
+// EndSessions ends them.
+func Drop(ctx context.Context, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, user string) error {
+	if _, err := db.ExecContext(ctx, "DROP USER IF EXISTS "+Quote(user)); err != nil {
+		return fmt.Errorf("drop user %s: %w", user, err)
+	}
+	return nil
+}
+
+// Login connects once over TCP to host:port as a, so that the account's
+// first real connection finds the server's caches warm, and checks that the
+// credentials work.
+func Login(ctx context.Context, host string, port int, a Account) error {
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(port))
+	cfg.User, cfg.Passwd, cfg.DBName = a.User, a.Password, a.Database
+	cfg.Timeout = 5 * time.Second
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		return fmt.Errorf("log in as the new user of %s: %w", a.Database, err)
+	}
+	return nil
+}
+
+// Quote returns the account name for SQL; names are generated (letters and
+// digits), so quoting them as literals is safe.
+func Quote(user string) string { return "'" + user + "'@'%'" }
+
+// GrantName quotes a database name for GRANT, where '_' and '%' are
+// wildcards.
+func GrantName(db string) string {
+	return "`" + strings.NewReplacer("`", "``", "_", `\_`, "%", `\%`).Replace(db) + "`"
+}
+
+// EndSessions ends every session of user and waits until they are gone, so
+// that their transactions are rolled back and their locks released. It
+// returns how many sessions there were.
+func EndSessions(ctx context.Context, conn *sql.Conn, flavor testdbd.Flavor, user string) (int, error) {
+	lit := "'" + strings.ReplaceAll(user, "'", "''") + "'"
+	var n int
+	if flavor == testdbd.MariaDB {
+		res, err := conn.ExecContext(ctx, "KILL HARD CONNECTION USER "+lit)
+		if err != nil {
+			return 0, fmt.Errorf("end sessions of %s: %w", user, err)
+		}
+		affected, _ := res.RowsAffected()
+		n = int(affected)
+	} else {
+		ids, err := sessionIDs(ctx, conn, user)
+		if err != nil {
+			return 0, fmt.Errorf("end sessions of %s: %w", user, err)
+		}
+		for _, id := range ids {
+			if _, err := conn.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(id, 10)); err != nil && !isNoSuchThread(err) {
+				return 0, fmt.Errorf("end session %d of %s: %w", id, user, err)
+			}
+		}
+		n = len(ids)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	// KILL only flags the sessions; wait until they have rolled back and gone.
+	deadline := time.Now().Add(30 * time.Second)
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return n, ctx.Err()
+			case <-time.After(200 * time.Microsecond):
+			}
+		}
+		var left int
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", user).Scan(&left); err != nil {
+			return n, err
+		}
+		if left == 0 {
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			return n, testdbd.Errorf(testdbd.ETimeout, "%d sessions of %s did not end within 30 s of KILL", left, user)
+		}
+	}
+}
+
+// isNoSuchThread reports ER_NO_SUCH_THREAD (1094): the session ended by
+// itself between the listing and the KILL.
+func isNoSuchThread(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1094
+}
+
+// sessionIDs lists the ids of user's sessions.
+func sessionIDs(ctx context.Context, conn *sql.Conn, user string) ([]int64, error) {
+	rows, err := conn.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", user)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/testdbd/testdbd/instance/native"
+)
+
+// TestQuickRun runs `bench --quick` end to end, as a process built without
+// the race detector, against a daemon binary built the same way: every
+// phase, with real servers, so that the benchmark never rots. Then it checks
+// that `bench report` recomputes exactly the report the run wrote.
+func TestQuickRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers and daemons for about a minute")
+	}
+	if _, err := native.FindBinary(""); err != nil {
+		t.Fatalf("%v\n(make test installs it)", err)
+	}
+	dir := t.TempDir()
+	bench, daemon := filepath.Join(dir, "bench"), filepath.Join(dir, "testdbd")
+	for _, b := range [][]string{{bench, "."}, {daemon, "../testdbd"}} {
+		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	out := filepath.Join(dir, "out")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bench, "--quick", "--testdbd", daemon, "--out", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("bench --quick took %s", time.Since(start).Round(time.Second))
+	if testing.Verbose() || err != nil {
+		t.Logf("progress:\n%s", stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("bench --quick: %v", err)
+	}
+
+	r, err := readResults(filepath.Join(out, jsonFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range r.Failures {
+		t.Errorf("phase %s failed: %s", f.Phase, f.Error)
+	}
+	for _, v := range variantOrder {
+		if s := resetSummary(r.Resets, v); s.N == 0 || math.IsNaN(s.P50) {
+			t.Errorf("no reset samples of %s", v)
+		}
+	}
+	for _, v := range strategyVariants {
+		for _, n := range []int{r.Plan.Tables, r.Plan.BigTables} {
+			if resetSummary(r.Scale, v+"@"+strconv.Itoa(n)).N == 0 {
+				t.Errorf("no scale samples of %s at %d tables", v, n)
+			}
+		}
+		if full, _ := throughputRates(r.Throughput, v); len(full) == 0 || full[0] <= 0 {
+			t.Errorf("no throughput of %s: %v", v, full)
+		}
+	}
+	for _, c := range r.Plan.AcquireLevels {
+		if acquireSummary(r.Acquires, c).N == 0 {
+			t.Errorf("no acquire samples with %d clients", c)
+		}
+	}
+	if want := 5 * len(r.Plan.SuiteWorkers) * r.Plan.SuiteReps; len(r.Suite) != want {
+		t.Errorf("%d suite runs, want %d", len(r.Suite), want)
+	}
+	if len(r.ColdStarts) != 1+r.Plan.Restarts || r.ColdStarts[0].RSSEmptyBytes == 0 {
+		t.Errorf("cold starts: %+v", r.ColdStarts)
+	}
+	if len(r.Servers) < 3 || r.Servers[0].OnTmpfs || !r.Servers[1].OnTmpfs {
+		t.Errorf("servers: %+v", r.Servers)
+	}
+
+	// The report is a function of the raw samples alone.
+	md, err := os.ReadFile(filepath.Join(out, mdFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed, err := exec.Command(bench, "report", filepath.Join(out, jsonFile)).Output()
+	if err != nil {
+		t.Fatalf("bench report: %v", err)
+	}
+	if !bytes.Equal(printed, md) {
+		t.Errorf("bench report printed a different report than the run wrote")
+	}
+	for _, want := range []string{"## The targets", "| laravel-truncate/disk |", chartFile} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if svg, err := os.ReadFile(filepath.Join(out, chartFile)); err != nil || !bytes.HasPrefix(svg, []byte("<svg")) {
+		t.Errorf("chart: %v %.40q", err, svg)
+	}
+
+	// Nothing of the run is left: the run warns about server processes and
+	// mounts it left; no daemon of the run still runs.
+	if strings.Contains(stderr.String(), "warning:") {
+		t.Errorf("the run warned:\n%s", stderr.String())
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		b, _ := os.ReadFile(f)
+		if bytes.Contains(b, []byte(daemon)) {
+			t.Errorf("a daemon of the run still runs: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
+}
+
+// TestCommittedReportIsCurrent checks that the committed docs/benchmarks.md
+// and chart are what the report command computes from the committed raw
+// samples, so that nobody edits a number by hand.
+func TestCommittedReportIsCurrent(t *testing.T) {
+	data := filepath.Join("..", "..", "docs", jsonFile)
+	if _, err := os.Stat(data); os.IsNotExist(err) {
+		t.Skip("no committed benchmark results")
+	}
+	r, err := readResults(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{mdFile: renderMarkdown(r), chartFile: renderChart(r)} {
+		got, err := os.ReadFile(filepath.Join("..", "..", "docs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Errorf("docs/%s is not what `go run ./cmd/bench report -w docs/%s` computes from the raw samples: rerun it (or make bench)", name, jsonFile)
+		}
+	}
+	if r.Plan.Quick {
+		t.Errorf("docs/%s holds a quick run; publish a full one (make bench)", jsonFile)
+	}
+
+	// The README quotes the report's headline: every quoted line must be a
+	// line of the report, so that its numbers are the command's.
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const open, end = "<!-- quoted from docs/benchmarks.md -->", "<!-- end of quote -->"
+	_, quote, ok := strings.Cut(string(readme), open)
+	quote, _, ok2 := strings.Cut(quote, end)
+	if !ok || !ok2 {
+		t.Fatalf("README.md lacks the quote of docs/benchmarks.md between %q and %q", open, end)
+	}
+	md := renderMarkdown(r)
+	lines := 0
+	for _, line := range strings.Split(quote, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		lines++
+		if !strings.Contains(md, "\n"+line+"\n") {
+			t.Errorf("README.md quotes a line that is not in docs/benchmarks.md (copy the headline again): %s", line)
+		}
+	}
+	if lines == 0 {
+		t.Error("README.md quotes nothing of docs/benchmarks.md")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	for _, c := range []struct {
+		p    float64
+		want float64
+	}{{50, 5}, {90, 9}, {99, 10}, {100, 10}, {10, 1}, {1, 1}, {51, 6}} {
+		if got := percentile(xs, c.p); got != c.want {
+			t.Errorf("p%g = %g, want %g", c.p, got, c.want)
+		}
+	}
+	if !math.IsNaN(percentile(nil, 50)) {
+		t.Error("percentile of nothing is not NaN")
+	}
+	s := summarize([]float64{1, 2, 3, 10, 20, 30}, []int{0, 0, 0, 1, 1, 1})
+	if s.Batches != 2 || s.BatchMedian != 2 || s.BatchMax != 20 {
+		t.Errorf("batch medians: %+v", s)
+	}
+}
+
+func TestBatchOrder(t *testing.T) {
+	vs := []string{"a", "b", "c", "d"}
+	first := map[string]int{}
+	for b := 0; b < 8; b++ {
+		order := batchOrder(vs, b)
+		seen := map[string]bool{}
+		for _, v := range order {
+			seen[v] = true
+		}
+		if len(seen) != len(vs) {
+			t.Fatalf("batch %d: %v is not a permutation", b, order)
+		}
+		first[order[0]]++
+	}
+	if len(first) != len(vs) {
+		t.Errorf("not every variant goes first: %v", first)
+	}
+}
+
+func TestReportIsDeterministic(t *testing.T) {
+	r := &Results{Format: formatVersion, Plan: quickPlan()}
+	for i, v := range variantOrder {
+		for b := 0; b < 3; b++ {
+			r.Resets = append(r.Resets, ResetSample{Variant: v, Batch: b, ClientMs: float64(i+1) * float64(b+1)})
+		}
+	}
+	md1, md2, svg1, svg2 := renderMarkdown(r), renderMarkdown(r), renderChart(r), renderChart(r)
+	if md1 != md2 || svg1 != svg2 {
+		t.Error("the same results give different reports")
+	}
+	if !strings.Contains(renderChart(r), "testdbd snapshot") {
+		t.Error("the chart lacks a variant")
+	}
+}

@@ -1,0 +1,29 @@
+// Command bench is testdbd's benchmark. In one invocation it builds the
+// standard workload (internal/workload: 100 InnoDB tables, a third with
+// foreign keys, 10 seeded, views, triggers, a procedure; a "test" that
+// writes 5 tables) and measures, with variants interleaved in batches after
+// a warm-up:
+//
+//   - reset latency of Laravel-style truncation on a disk-backed server with
+//     default durability and on a tmpfs server, of migrate-from-scratch on
+//     both, and of testdbd's truncate, snapshot and rollback strategies
+//     through the REST API of a daemon running as a separate process;
+//   - acquire latency from a ready pool with 1, 8 and 32 concurrent clients;
+//   - clean databases handed out per second by 8 looping workers;
+//   - daemon start → template built → worker databases ready, and the idle
+//     server's memory;
+//   - reset cost at 100 versus 1,000 tables with the same test;
+//   - a synthetic suite, serial and parallel, per variant.
+//
+// It writes the raw samples to benchmarks.json and the report computed from
+// them to benchmarks.md with a chart, benchmarks-reset.svg.
+//
+//	go run ./cmd/bench [--quick] [--out DIR]      run, write DIR/benchmarks.{json,md} and the chart
+//	go run ./cmd/bench report [-w] FILE.json     recompute the report from the raw samples
+//
+// It is a client of the daemon like any test suite: it starts `testdbd
+// serve` as a separate process and talks to it through the Go SDK
+// (package client) over loopback; its baselines use database/sql directly.
+// It is the largest package because it is a whole program (phases,
+// results, report, chart), not because one concern grew.
+package main

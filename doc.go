@@ -1,0 +1,24 @@
+// Package testdbd is the vocabulary of the testdbd daemon: server
+// instances and the providers that start them, engines, reset strategies
+// and their reports, and the error type whose codes the API maps to gRPC
+// and HTTP statuses.
+//
+// It imports only the standard library; every other package of the module
+// may import it. The implementations live in subpackages:
+//
+//	instance, instance/native, instance/docker   running servers (providers, fleet, settings)
+//	schema                                      capturing a database's definition, cloning it
+//	migrations                                  reading, hashing and running migration files
+//	accounts                                    per-lease and per-build MySQL accounts
+//	strategies                                  dirty-table detection and the three resets
+//	templates                                   what a template is and how one is built
+//	stats                                       latency percentiles and Prometheus metrics
+//	lease                                       pools, leases, capacity, background work
+//	server                                      the v1 API over gRPC and REST
+//	client, client/grpcclient                   the Go SDK
+//	cmd/testdbd, cmd/bench                      the daemon and CLI, the benchmark
+//
+// The import graph reads top-down: cmd → server → (lease, templates) →
+// (strategies, accounts, schema, migrations, stats) → instance → this
+// package. Only server, cmd and client import the generated API types.
+package testdbd

@@ -1,0 +1,408 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	mount "github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/internal/random"
+)
+
+// Paths inside the container. The datadir is a tmpfs mount at the path the
+// official images declare as a volume, so that no anonymous volume is
+// created for it.
+const (
+	Datadir = "/var/lib/mysql"
+	tmpDir  = "/tmp"
+)
+
+// adminUser is testdbd's account in every container, created at start with
+// a random password and every privilege WITH GRANT OPTION.
+const adminUser = "testdbd_admin"
+
+// startupTimeout bounds one container's start.
+const startupTimeout = 2 * time.Minute
+
+// Container is one server container. It is safe for concurrent use.
+type Container struct {
+	p           *Provider
+	id          string
+	ctr         *testcontainers.DockerContainer
+	containerID string
+	port        int
+	password    string
+	onTmpfs     bool // the datadir is a tmpfs mount, as the container's inspect data says
+	started     time.Time
+	startup     time.Duration
+
+	cancelWatch context.CancelFunc
+	life        *instance.Lifecycle
+}
+
+var _ testdbd.Instance = (*Container)(nil)
+
+// Start runs a server container on a free loopback port of the host's
+// network with its datadir on tmpfs, and waits until testdbd's admin
+// account can log in over TCP.
+func (p *Provider) Start(ctx context.Context, opts testdbd.StartOptions) (testdbd.Instance, error) {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, testdbd.Errorf(testdbd.EUnavailable, "docker provider is closed")
+	}
+	id := "d-" + random.Hex(4)
+	var s *Container
+	var err error
+	// A port picked free can be taken before the server binds it; try again
+	// with another one.
+	for attempt := 0; ; attempt++ {
+		s, err = p.launch(ctx, id, opts)
+		if err == nil || attempt == 2 || !strings.Contains(err.Error(), "Address already in use") {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start %s container: %w", p.engine.Flavor, err)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		_ = s.Stop(context.WithoutCancel(ctx))
+		return nil, testdbd.Errorf(testdbd.EUnavailable, "docker provider closed while the server was starting")
+	}
+	p.servers[id] = s
+	p.mu.Unlock()
+	p.log.Info("server started", "instance", id, "engine", p.engine.String(), "image", p.cfg.Image,
+		"container", shortID(s.containerID), "port", s.port, "startup", s.startup.Round(time.Millisecond))
+	return s, nil
+}
+
+// launch runs one container and waits until it answers. On failure nothing
+// of it remains.
+func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOptions) (_ *Container, err error) {
+	port, err := instance.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Container{p: p, id: id, port: port, password: random.Hex(16), life: instance.NewLifecycle()}
+	args := append([]string{"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1"}, opts.Args...)
+	tmpfs := fmt.Sprintf("rw,nosuid,nodev,size=%d", p.cfg.TmpfsBytes)
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	s.started = time.Now()
+	s.ctr, err = testcontainers.Run(ctx, p.cfg.Image,
+		testcontainers.WithLogger(p.tclog),
+		testcontainers.WithName("testdbd-"+p.owner+"-"+id),
+		testcontainers.WithEntrypoint("/bin/sh", "-c", startScript(p.engine.Flavor, !p.cfg.NoSeed), "testdbd-start"),
+		testcontainers.WithCmd(args...),
+		testcontainers.WithEnv(map[string]string{"TESTDBD_INIT_SQL": initSQL(p.engine.Flavor, s.password)}),
+		testcontainers.WithTmpfs(map[string]string{Datadir: tmpfs + ",mode=0700", tmpDir: tmpfs}),
+		testcontainers.WithLabels(p.labels(id)),
+		// The start script needs root whatever user the image names.
+		testcontainers.WithConfigModifier(func(c *container.Config) { c.User = "0:0" }),
+		networkMode("host"),
+	)
+	if s.ctr != nil {
+		s.containerID = s.ctr.GetContainerID()
+	}
+	if err != nil {
+		_ = p.terminate(s.ctr)
+		return nil, fmt.Errorf("run image %s: %w", p.cfg.Image, err)
+	}
+	if err := p.watch(s); err != nil {
+		_ = p.terminate(s.ctr)
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = s.Stop(context.WithoutCancel(ctx))
+		}
+	}()
+	ins, err := p.cli.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("inspect container: %w", err)
+	}
+	if s.onTmpfs = tmpfsAt(ins.Container, Datadir); !s.onTmpfs {
+		return nil, testdbd.Errorf(testdbd.EInternal, "container %s: its datadir %s is not a tmpfs mount", shortID(s.containerID), Datadir)
+	}
+	if err := s.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	s.startup = time.Since(s.started)
+	return s, nil
+}
+
+// startScript is the container's command: it finds the server binary,
+// initializes the tmpfs datadir (from the image's pristine /testdbd/seed when
+// seed is set and the image has one, else with the engine's own tool), writes
+// the init file that creates testdbd's admin account, and execs the server
+// with the arguments after the script ($@).
+func startScript(flavor testdbd.Flavor, seed bool) string {
+	useSeed := "0"
+	if seed {
+		useSeed = "1"
+	}
+	var initialize string
+	switch flavor {
+	case testdbd.MariaDB:
+		initialize = `install=$(command -v mariadb-install-db || command -v mysql_install_db) || { echo "testdbd: the image has no mariadb-install-db" >&2; exit 127; }
+  "$install" --no-defaults --datadir="$datadir" --user=root --auth-root-authentication-method=socket --auth-root-socket-user=root \
+    --skip-test-db --force --innodb-log-file-size=` + strconv.Itoa(instance.InnoDBLogFileBytes) + ` >/tmp/testdbd-init.log 2>&1 \
+    || { cat /tmp/testdbd-init.log >&2; echo "testdbd: mariadb-install-db failed" >&2; exit 1; }`
+	default:
+		initialize = `"$server" --no-defaults --initialize-insecure --user=root --datadir="$datadir" \
+    --innodb-redo-log-capacity=8388608 --log-error=/tmp/testdbd-init.log \
+    || { cat /tmp/testdbd-init.log >&2; echo "testdbd: mysqld --initialize-insecure failed" >&2; exit 1; }`
+	}
+	return `set -e
+datadir=` + Datadir + `
+server=
+for b in mariadbd mysqld; do
+  if command -v "$b" >/dev/null 2>&1; then server=$(command -v "$b"); break; fi
+done
+if [ -z "$server" ]; then echo "testdbd: neither mariadbd nor mysqld is in the image's PATH" >&2; exit 127; fi
+if [ ` + useSeed + ` = 1 ] && [ -d /testdbd/seed ]; then
+  cp -a /testdbd/seed/. "$datadir"/
+else
+  ` + initialize + `
+fi
+printf '%s\n' "$TESTDBD_INIT_SQL" >/tmp/testdbd-init.sql
+unset TESTDBD_INIT_SQL
+exec "$server" --no-defaults --user=root --datadir="$datadir" --tmpdir=` + tmpDir + ` --socket=/tmp/mysqld.sock \
+  --pid-file=/tmp/mysqld.pid --init-file=/tmp/testdbd-init.sql "$@"
+`
+}
+
+// initSQL creates testdbd's admin account, one statement per line as
+// --init-file wants. MariaDB's root authenticates by Unix socket only; MySQL's
+// root (created without a password) gets the admin password.
+func initSQL(flavor testdbd.Flavor, password string) string {
+	stmts := []string{
+		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s';", adminUser, password),
+		fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO '%s'@'%%' WITH GRANT OPTION;", adminUser),
+	}
+	if flavor == testdbd.MySQL {
+		stmts = append(stmts, fmt.Sprintf("ALTER USER 'root'@'localhost' IDENTIFIED BY '%s';", password))
+	}
+	return strings.Join(stmts, "\n")
+}
+
+// waitReady pings the server over TCP as the admin account until it
+// answers, the container stops or ctx ends.
+func (s *Container) waitReady(ctx context.Context) error {
+	return instance.WaitReady(ctx, s.Admin(), s.life, func() string {
+		return lastLines(s.p.logs(ctx, s.containerID, "20"), 5)
+	})
+}
+
+// watch starts the goroutine that closes s.done when the container stops
+// running. It fails when the provider is closed.
+func (p *Provider) watch(s *Container) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return testdbd.Errorf(testdbd.EUnavailable, "docker provider closed while the server was starting")
+	}
+	ctx, cancel := context.WithCancel(p.watchCtx)
+	s.cancelWatch = cancel
+	p.wg.Add(1)
+	go s.watch(ctx)
+	return nil
+}
+
+// ID returns the instance id.
+func (s *Container) ID() string { return s.id }
+
+// Engine returns the server's flavor and version.
+func (s *Container) Engine() testdbd.Engine { return s.p.engine }
+
+// Admin returns the TCP endpoint of testdbd's admin account.
+func (s *Container) Admin() testdbd.Endpoint {
+	return testdbd.Endpoint{Host: "127.0.0.1", Port: s.port, User: adminUser, Password: s.password}
+}
+
+// ClientAddr returns the loopback TCP address handed to leases.
+func (s *Container) ClientAddr() (string, int) { return "127.0.0.1", s.port }
+
+// ContainerID returns the container's id.
+func (s *Container) ContainerID() string { return s.containerID }
+
+// Done is closed when the container has stopped running.
+func (s *Container) Done() <-chan struct{} { return s.life.Done() }
+
+// Err says why the container stopped unexpectedly; nil after Stop.
+func (s *Container) Err() error { return s.life.Err() }
+
+// Info describes the server, inspecting the container (state, pid, tmpfs
+// datadir) and reading its memory use from the engine's stats now.
+func (s *Container) Info(ctx context.Context) testdbd.InstanceInfo {
+	info := testdbd.InstanceInfo{
+		ID: s.id, Provider: "docker", Engine: s.p.engine,
+		Host: "127.0.0.1", Port: s.port,
+		Datadir: Datadir, DatadirOnTmpfs: s.onTmpfs,
+		Image: s.p.cfg.Image, ContainerID: s.containerID,
+		State:     testdbd.InstanceRunning,
+		StartedAt: s.started, StartupTime: s.startup,
+	}
+	if info.State, info.Err = s.life.State(); info.State != testdbd.InstanceRunning {
+		return info
+	}
+	if ins, err := s.p.cli.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{}); err == nil {
+		info.DatadirOnTmpfs = tmpfsAt(ins.Container, Datadir)
+		if st := ins.Container.State; st != nil {
+			info.PID = st.Pid
+			if !st.Running {
+				info.State = testdbd.InstanceStopped
+			}
+		}
+	}
+	info.DatadirBytes = datadirBytes(info.PID)
+	info.MemoryBytes = s.memory(ctx)
+	info.FootprintBytes = info.MemoryBytes // the container's memory counts its tmpfs pages
+	return info
+}
+
+// Stop kills and removes the container (its data is disposable). It is safe
+// to call more than once.
+func (s *Container) Stop(ctx context.Context) error {
+	return s.life.Stop(func() error {
+		err := s.p.terminate(s.ctr)
+		s.cancelWatch()
+		select {
+		case <-s.life.Done():
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("stop instance %s: %w", s.id, ctx.Err())
+			}
+		}
+		s.p.forget(s.id)
+		s.p.log.Info("server stopped", "instance", s.id, "container", shortID(s.containerID))
+		return err
+	})
+}
+
+// memory returns the container's memory use as `docker stats` shows it:
+// usage less inactive page cache. tmpfs pages (the datadir) count, as they
+// are memory the container holds.
+func (s *Container) memory(ctx context.Context) int64 {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	res, err := s.p.cli.ContainerStats(ctx, s.containerID, client.ContainerStatsOptions{})
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		return 0
+	}
+	m := st.MemoryStats
+	usage := m.Usage
+	for _, k := range []string{"total_inactive_file", "inactive_file"} { // cgroup v1, v2
+		if v, ok := m.Stats[k]; ok && v < usage {
+			usage -= v
+			break
+		}
+	}
+	return int64(usage)
+}
+
+// watch waits for the container to stop running and records it in its
+// lifecycle with why: exit status and last log lines. If the engine cannot
+// be asked (it restarts, say), it polls. A watch canceled by Stop records
+// the exit too.
+func (s *Container) watch(ctx context.Context) {
+	defer s.p.wg.Done()
+	defer s.life.Exited(func() error { return nil })
+	for {
+		res := s.p.cli.ContainerWait(ctx, s.containerID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+		select {
+		case r := <-res.Result:
+			msg := fmt.Sprintf("exited with status %d", r.StatusCode)
+			if r.Error != nil && r.Error.Message != "" {
+				msg += " (" + r.Error.Message + ")"
+			}
+			s.exited(ctx, msg)
+			return
+		case err := <-res.Error:
+			if ctx.Err() != nil {
+				return
+			}
+			if cerrdefs.IsNotFound(err) {
+				s.exited(ctx, "was removed")
+				return
+			}
+		}
+		// The wait itself failed: look again in a moment.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		ins, err := s.p.cli.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{})
+		switch {
+		case cerrdefs.IsNotFound(err):
+			s.exited(ctx, "was removed")
+			return
+		case err == nil && ins.Container.State != nil && !ins.Container.State.Running:
+			s.exited(ctx, fmt.Sprintf("exited with status %d", ins.Container.State.ExitCode))
+			return
+		}
+	}
+}
+
+// exited records that the container stopped and, unless it was stopped on
+// purpose, why.
+func (s *Container) exited(ctx context.Context, how string) {
+	s.life.Exited(func() error {
+		return fmt.Errorf("server container %s %s unexpectedly; last log lines: %s",
+			shortID(s.containerID), how, lastLines(s.p.logs(ctx, s.containerID, "20"), 5))
+	})
+}
+
+// datadirBytes returns the bytes used on the container's tmpfs datadir, seen
+// through /proc/<pid>/root when the daemon shares the engine's host and may
+// look there (as root); 0 otherwise.
+func datadirBytes(pid int) int64 {
+	if pid <= 0 {
+		return 0
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(fmt.Sprintf("/proc/%d/root%s", pid, Datadir), &st); err != nil || st.Type != unix.TMPFS_MAGIC {
+		return 0
+	}
+	return int64(st.Blocks-st.Bfree) * st.Bsize
+}
+
+// tmpfsAt reports whether the inspect data shows a tmpfs mount at path.
+func tmpfsAt(c container.InspectResponse, path string) bool {
+	if hc := c.HostConfig; hc != nil {
+		if _, ok := hc.Tmpfs[path]; ok {
+			return true
+		}
+		for _, m := range hc.Mounts {
+			if m.Type == mount.TypeTmpfs && m.Target == path {
+				return true
+			}
+		}
+	}
+	for _, m := range c.Mounts {
+		if m.Type == mount.TypeTmpfs && m.Destination == path {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,259 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/internal/random"
+)
+
+// maxSocketPath is the longest Unix socket path Linux accepts.
+const maxSocketPath = 107
+
+// Process is one native server process.
+type Process struct {
+	p       *Provider
+	id      string
+	dir     string // instances/<id>
+	rec     record
+	socket  string
+	port    int
+	cmd     *exec.Cmd
+	started time.Time
+	startup time.Duration
+
+	life *instance.Lifecycle // of the current launch
+}
+
+var _ testdbd.Instance = (*Process)(nil)
+
+// Start starts a server on a copy of the pristine datadir, on a free
+// loopback port and a Unix socket, and waits until it answers.
+func (p *Provider) Start(ctx context.Context, opts testdbd.StartOptions) (testdbd.Instance, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, testdbd.Errorf(testdbd.EUnavailable, "native provider is closed")
+	}
+	p.mu.Unlock()
+
+	id := "n-" + random.Hex(4)
+	s := &Process{p: p, id: id, dir: filepath.Join(p.cfg.StateDir, "instances", id), life: instance.NewLifecycle()}
+	s.socket = filepath.Join(s.dir, "mysqld.sock")
+	if len(s.socket) > maxSocketPath {
+		return nil, testdbd.Errorf(testdbd.EInvalid,
+			"state directory %s is too long for a Unix socket path (%d > %d bytes): choose a shorter --state-dir",
+			p.cfg.StateDir, len(s.socket), maxSocketPath)
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create instance directory: %w", err)
+	}
+	fail := func(err error) (testdbd.Instance, error) {
+		s.kill()
+		_ = removeInstanceFiles(s.dir, s.rec)
+		return nil, fmt.Errorf("start %s server: %w", p.engine.Flavor, err)
+	}
+	var err error
+	if s.rec, err = p.makeRoot(s.dir, id); err != nil {
+		return fail(err)
+	}
+	if err := copyTree(p.pristine, s.datadir()); err != nil {
+		return fail(fmt.Errorf("copy pristine datadir: %w", err))
+	}
+	// A port picked free can be taken before the server binds it; try again
+	// with another one.
+	for attempt := 0; ; attempt++ {
+		err = s.launch(ctx, opts)
+		if err == nil || attempt == 2 || !strings.Contains(err.Error(), "Address already in use") {
+			break
+		}
+		s.life = instance.NewLifecycle()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return fail(errors.New("provider closed while the server was starting"))
+	}
+	p.servers[id] = s
+	p.mu.Unlock()
+	p.log.Info("server started", "instance", id, "engine", p.engine.String(), "port", s.port,
+		"datadir", s.datadir(), "startup", s.startup.Round(time.Millisecond))
+	return s, nil
+}
+
+// launch starts the process and waits until it accepts connections.
+func (s *Process) launch(ctx context.Context, opts testdbd.StartOptions) error {
+	port, err := instance.FreePort()
+	if err != nil {
+		return err
+	}
+	s.port = port
+	_ = os.Remove(s.socket)
+	args := []string{
+		"--no-defaults",
+		"--datadir=" + s.datadir(),
+		"--tmpdir=" + filepath.Join(s.rec.Root, "tmp"),
+		"--socket=" + s.socket,
+		"--port=" + strconv.Itoa(port),
+		"--bind-address=127.0.0.1",
+		"--pid-file=" + filepath.Join(s.dir, "mysqld.pid"),
+		"--log-error=" + s.errorLog(),
+	}
+	if isRoot() {
+		args = append(args, "--user=root")
+	}
+	args = append(args, opts.Args...)
+	cmd := exec.Command(s.p.binary, args...)
+	// The server dies with the daemon even if the daemon is killed with -9;
+	// the next daemon's sweep removes its files. Its own process group keeps
+	// a terminal's Ctrl-C from reaching it before the daemon shuts it down.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	s.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("run %s: %w", s.p.binary, err)
+	}
+	s.cmd = cmd
+	s.rec.PID = cmd.Process.Pid
+	s.rec.Started = s.started.UTC().Format(time.RFC3339Nano)
+	if err := writeRecord(s.dir, s.rec); err != nil {
+		return fmt.Errorf("write instance record: %w", err)
+	}
+	go s.wait(cmd, s.life)
+	if err := s.waitReady(ctx); err != nil {
+		s.kill()
+		<-s.life.Done()
+		return err
+	}
+	s.startup = time.Since(s.started)
+	return nil
+}
+
+func (s *Process) wait(cmd *exec.Cmd, life *instance.Lifecycle) {
+	err := cmd.Wait()
+	life.Exited(func() error {
+		return fmt.Errorf("server process %d exited unexpectedly (%w); last log lines: %s",
+			cmd.Process.Pid, err, s.logTail())
+	})
+}
+
+// waitReady pings the server on its socket until it answers, the process
+// exits or the start-up deadline passes.
+func (s *Process) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return instance.WaitReady(ctx, s.Admin(), s.life, s.logTail)
+}
+
+// ID returns the instance id.
+func (s *Process) ID() string { return s.id }
+
+// Engine returns the server's flavor and version.
+func (s *Process) Engine() testdbd.Engine { return s.p.engine }
+
+// Admin returns the Unix socket endpoint, as root (socket authentication).
+func (s *Process) Admin() testdbd.Endpoint {
+	return testdbd.Endpoint{Socket: s.socket, User: "root"}
+}
+
+// ClientAddr returns the loopback TCP address handed to leases.
+func (s *Process) ClientAddr() (string, int) { return "127.0.0.1", s.port }
+
+// Done is closed when the server process has exited.
+func (s *Process) Done() <-chan struct{} { return s.life.Done() }
+
+// Err says why the server exited unexpectedly; nil after Stop.
+func (s *Process) Err() error { return s.life.Err() }
+
+// Info describes the server, reading its memory and datadir usage now.
+func (s *Process) Info(ctx context.Context) testdbd.InstanceInfo {
+	onTmpfs, _ := IsTmpfs(s.datadir())
+	info := testdbd.InstanceInfo{
+		ID: s.id, Provider: "native", Engine: s.p.engine,
+		Host: "127.0.0.1", Port: s.port, Socket: s.socket,
+		Datadir: s.datadir(), DatadirOnTmpfs: onTmpfs,
+		DatadirBytes: usedBytes(s.rec.Root, s.rec.Mounted),
+		State:        testdbd.InstanceRunning,
+		StartedAt:    s.started, StartupTime: s.startup,
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		info.PID = s.cmd.Process.Pid
+		info.MemoryBytes = rss(info.PID)
+	}
+	info.FootprintBytes = info.MemoryBytes
+	if onTmpfs {
+		info.FootprintBytes += info.DatadirBytes
+	}
+	info.State, info.Err = s.life.State()
+	if info.State != testdbd.InstanceRunning {
+		info.MemoryBytes = 0
+	}
+	return info
+}
+
+// Stop kills the server (its data is disposable), waits for it to exit and
+// removes its datadir, mount and record. It is safe to call more than once.
+func (s *Process) Stop(ctx context.Context) error {
+	return s.life.Stop(func() error {
+		s.kill()
+		if s.cmd != nil {
+			select {
+			case <-s.life.Done():
+			case <-ctx.Done():
+				return fmt.Errorf("stop instance %s: %w", s.id, ctx.Err())
+			}
+		}
+		err := removeInstanceFiles(s.dir, s.rec)
+		s.p.forget(s.id)
+		s.p.log.Info("server stopped", "instance", s.id)
+		return err
+	})
+}
+
+func (s *Process) kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	}
+}
+
+func (s *Process) datadir() string  { return filepath.Join(s.rec.Root, "data") }
+func (s *Process) errorLog() string { return filepath.Join(s.dir, "error.log") }
+
+func (s *Process) logTail() string {
+	b, _ := os.ReadFile(s.errorLog())
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// rss returns a process's resident memory in bytes.
+func rss(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,28 @@
+// Package lease hands out worker databases. It keeps, per template, the
+// template database on each server instance that serves it and a pool of
+// ready worker databases; it leases them with their own MySQL account and a
+// TTL, makes callers wait in FIFO order when capacity is exhausted, and
+// resets databases (timing every reset) when leases are reset, released or
+// expire. It starts instances through an instance.Fleet within the
+// capacity limits and replaces instances that die.
+//
+// Files by concern: manager.go (the Manager, its life and background
+// work), template.go (templates' states, builds and retirement),
+// pool.go (worker databases and the filler that keeps pools full),
+// lease.go (acquire, renew, reset, release, expiry), hosts.go (instances
+// as the manager sees them), capacity.go (the memory budget).
+//
+// It is larger than the other packages on purpose: pools, leases and
+// capacity share one lock (Manager.mu), so that "no database is held by
+// two leases" and "the limits hold" are invariants of one critical section
+// instead of a protocol between packages.
+//
+// Errors about capacity name the daemon's flags (--max-databases and the
+// like): the operator's fix is a flag, and that is the deliberate choice of
+// this package; errors about the caller's own requests name no API path,
+// so that the SDK, the CLI and REST callers can add their own way to fix
+// them.
+//
+// It imports templates, strategies, accounts, schema, migrations, stats,
+// instance and the root package; never the generated API types.
+package lease

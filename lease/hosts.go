@@ -1,0 +1,150 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/strategies"
+)
+
+// host is one running instance as the manager sees it: what it holds and
+// whether detection can be trusted on it.
+type host struct {
+	*instance.Member
+	ddl      *strategies.DDLCounter
+	dbs      int  // worker databases on it, all states
+	tables   int  // tables of every database testdbd made on it
+	dead     bool // it died; nothing new goes there
+	deathErr error
+	tdc      int    // table_definition_cache it runs with
+	recalc   string // innodb_stats_auto_recalc it runs with, when not OFF
+}
+
+// OnInstanceDeath is the fleet's OnDeath callback: leases on the server fail
+// with a clear error, its databases leave the pools, and the filler starts
+// replacements as demand requires.
+func (m *Manager) OnInstanceDeath(s *instance.Member, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.hosts[s.ID()]
+	if st == nil {
+		return
+	}
+	st.dead, st.deathErr = true, err
+	delete(m.hosts, s.ID())
+	reason := fmt.Sprintf("server instance %s died (%v)", s.ID(), err)
+	for _, t := range m.allTemplatesLocked() {
+		t.dropServerLocked(m, st, reason)
+	}
+	m.kickFill()
+}
+
+// adopt starts tracking a running server.
+func (m *Manager) adopt(s *instance.Member) *host {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.adoptLocked(s)
+}
+
+func (m *Manager) adoptLocked(s *instance.Member) *host {
+	if st, ok := m.hosts[s.ID()]; ok {
+		return st
+	}
+	st := &host{Member: s, ddl: &strategies.DDLCounter{}, tdc: instance.DefaultConfig.TableCacheSize()}
+	for _, set := range s.Settings {
+		switch {
+		case set.Name == "table_definition_cache":
+			_, _ = fmt.Sscan(set.Actual, &st.tdc)
+		case set.Name == "innodb_stats_auto_recalc" && !set.OK:
+			st.recalc = set.Actual
+		}
+	}
+	select {
+	case <-s.Done(): // it died before it was adopted
+		st.dead, st.deathErr = true, s.Err()
+	default:
+		m.hosts[s.ID()] = st
+	}
+	return st
+}
+
+// untrusted says why the detector's preconditions do not hold on st, or "".
+func (st *host) untrusted() string {
+	if st.recalc != "" {
+		return "innodb_stats_auto_recalc is " + st.recalc + ", so statistics recalculation can reset MODIFIED_COUNTER"
+	}
+	if st.tables*2 > st.tdc {
+		return fmt.Sprintf("the server holds %d tables, more than half its table_definition_cache of %d, so a table could be evicted and lose its counters", st.tables, st.tdc)
+	}
+	return ""
+}
+
+// tableBudget is how many tables testdbd puts on one server: half the table
+// definition cache, so that no table is ever evicted (eviction resets the
+// counters dirty-table detection reads).
+func (st *host) tableBudget() int { return st.tdc / 2 }
+
+// serverForTemplate returns a server with room for a template's database,
+// starting one if none has room and the limits allow.
+func (m *Manager) serverForTemplate(ctx context.Context, t *template) (*host, error) {
+	for {
+		m.mu.Lock()
+		var best *host
+		for _, st := range m.hosts {
+			if !st.dead && (best == nil || st.tables < best.tables) {
+				best = st
+			}
+		}
+		m.mu.Unlock()
+		if best != nil {
+			return best, nil
+		}
+		st, err := m.startServer(ctx)
+		if testdbd.ErrorCode(err) != testdbd.EExhausted || len(m.fleet.Members()) == 0 && !m.fleet.Starting() {
+			return st, err
+		}
+		// Every allowed server is starting (for another build or the pool
+		// filler): wait for one.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		for _, s := range m.fleet.Members() {
+			m.adopt(s)
+		}
+	}
+}
+
+// startServer starts a server within --max-instances and the memory budget.
+func (m *Manager) startServer(ctx context.Context) (*host, error) {
+	if reason := m.memoryBlocks(instanceEstimate); reason != "" {
+		return nil, testdbd.Errorf(testdbd.EExhausted, "cannot start another server: %s", reason)
+	}
+	m.log.Info("starting a server on demand")
+	s, err := m.fleet.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.adopt(s), nil
+}
+
+// InstanceInfo describes a running instance and the databases on it.
+type InstanceInfo struct {
+	testdbd.InstanceInfo
+	Databases int // databases on the server now (system schemas excluded); -1 when it could not be read
+}
+
+// Instances describes every running instance, with the settings read back
+// at its start and its memory and databases read now.
+func (m *Manager) Instances(ctx context.Context) []InstanceInfo {
+	var out []InstanceInfo
+	for _, s := range m.fleet.Members() {
+		info, n := s.Describe(ctx)
+		out = append(out, InstanceInfo{InstanceInfo: info, Databases: n})
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+)
+
+// CopySession is the session state for creating tables and copying rows,
+// shared by clones and restores so that both copy rows the same way: no
+// foreign key checks (tables are filled in any order), an sql_mode
+// permissive about the definitions SHOW CREATE printed that keeps explicit
+// zero AUTO_INCREMENT values as they are (what mysqldump does).
+const CopySession = "SET SESSION FOREIGN_KEY_CHECKS = 0, sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'"
+
+// ResetSession puts an administrative session back the way it was opened
+// after CopySession and WriteObjects changed it.
+const ResetSession = "SET SESSION FOREIGN_KEY_CHECKS = 1, sql_mode = DEFAULT; SET NAMES utf8mb4"
+
+// CloneSQL returns one multi-statement batch that creates database target
+// as a copy of the template: tables with their foreign keys and
+// AUTO_INCREMENT counters, the template's rows, then views (in dependency
+// order), triggers (after the rows, so they do not fire), routines and
+// events, each object under the sql_mode it was created with.
+//
+// It also returns how many schema-changing statements the batch holds (see
+// strategies.DDLCounter).
+func (s *Schema) CloneSQL(target string) (string, int, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CREATE DATABASE %s CHARACTER SET %s COLLATE %s;\n", Quote(target), s.Charset, s.Collation)
+	fmt.Fprintf(&b, "USE %s;\n", Quote(target))
+	b.WriteString(CopySession + ";\n")
+	for _, t := range s.Tables {
+		b.WriteString(t.Create)
+		b.WriteString(";\n")
+	}
+	for _, t := range s.Tables {
+		if t.Rows > 0 {
+			b.WriteString(s.CopyRowsSQL(t, target))
+			b.WriteString(";\n")
+		}
+	}
+	for _, v := range s.Views {
+		b.WriteString(v.Create)
+		b.WriteString(";\n")
+	}
+	if err := WriteObjects(&b, s.Triggers); err != nil {
+		return "", 0, err
+	}
+	if err := WriteObjects(&b, s.Routines); err != nil {
+		return "", 0, err
+	}
+	if err := WriteObjects(&b, s.Events); err != nil {
+		return "", 0, err
+	}
+	b.WriteString(ResetSession)
+	ddl := 1 + len(s.Tables) + len(s.Views) + len(s.Triggers) + len(s.Routines) + len(s.Events)
+	return b.String(), ddl, nil
+}
+
+// WriteObjects writes the CREATE statements of objs to b, each under the
+// sql_mode and collation it was created with. The session's default
+// database must be the target.
+func WriteObjects(b *strings.Builder, objs []Object) error {
+	for _, o := range objs {
+		mode, err := settingLiteral(o.SQLMode)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", strings.ToLower(o.Kind), o.Name, err)
+		}
+		set := "SET SESSION sql_mode = " + mode
+		if o.Collation != "" {
+			coll, err := settingLiteral(o.Collation)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", strings.ToLower(o.Kind), o.Name, err)
+			}
+			set += ", collation_connection = " + coll
+		}
+		b.WriteString(set)
+		b.WriteString(";\n")
+		b.WriteString(o.Create)
+		b.WriteString(";\n")
+	}
+	return nil
+}
+
+// CopyRowsSQL returns the statement that copies table t's template rows into
+// database target.
+func (s *Schema) CopyRowsSQL(t *Table, target string) string {
+	return fmt.Sprintf("INSERT INTO %s.%s (%s) SELECT %s FROM %s.%s",
+		Quote(target), Quote(t.Name), t.Columns, t.Columns, Quote(s.Database), Quote(t.Name))
+}
+
+// Execer runs a batch holding a known number of schema-changing statements
+// (strategies.DDLCounter does, counting them).
+type Execer interface {
+	Exec(ctx context.Context, db interface {
+		ExecContext(context.Context, string, ...any) (sql.Result, error)
+	}, ddl int, query string) error
+}
+
+// Clone creates database target from the template in one round trip
+// through run. On failure it drops the half-made database.
+func (s *Schema) Clone(ctx context.Context, db *sql.DB, run Execer, target string) error {
+	q, ddl, err := s.CloneSQL(target)
+	if err != nil {
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := run.Exec(ctx, conn, ddl, q); err != nil {
+		// The session may have stopped mid-batch with its settings changed.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = Drop(context.WithoutCancel(ctx), db, run, target)
+		return fmt.Errorf("clone %s into %s: %w", s.Database, target, err)
+	}
+	return nil
+}
+
+// Drop drops a database if it exists, through run.
+func Drop(ctx context.Context, db *sql.DB, run Execer, name string) error {
+	if err := run.Exec(ctx, db, 1, "DROP DATABASE IF EXISTS "+Quote(name)); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}

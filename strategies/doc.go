@@ -1,0 +1,18 @@
+// Package strategies brings a worker database back to its template: it
+// ends the lease's sessions, finds the tables a test changed from a
+// baseline taken after the previous reset (one query for the whole
+// database), and restores them by the truncate, snapshot or rollback
+// strategy. Every reset is timed by phase and ends with a new baseline.
+//
+// Detection reads InnoDB's per-table MODIFIED_COUNTER, AUTOINC and TABLE_ID
+// (information_schema.INNODB_SYS_TABLESTATS on MariaDB, INNODB_TABLESTATS on
+// MySQL): the counter moves for every row written, rolled back or cascaded.
+// Schema changes are caught by the server's statement counters (see
+// DDLCounter) and by tables appearing, vanishing or being rebuilt; any of
+// them, a missing baseline, or detector preconditions that do not hold make
+// the reset check every object and every table against the template.
+//
+// It imports accounts (ending a lease's sessions), schema (the template's
+// captured definition), instance-free SQL over database/sql, and the root
+// package.
+package strategies

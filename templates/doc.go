@@ -1,0 +1,11 @@
+// Package templates says what a template is and builds one: it validates a
+// request (name, migrations, seed), computes the content hash that
+// identifies the template, and builds the template database on a server
+// instance (create it, run the migrations and the seed, capture its
+// definition for cloning).
+//
+// Where templates are built and how their worker databases are pooled is
+// the lease package's business; this package does the work on one
+// instance. It imports migrations (running them), schema (capturing the
+// result), strategies (the instance's DDL accounting) and instance.
+package templates
