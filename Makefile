@@ -31,9 +31,11 @@ build:
 deps:
 	@scripts/install-deps.sh server
 
-# php-cli, php-mysql, python3-pymysql and mariadb-dump, which the examples' test runs
+# php-cli, php-mysql, python3-pymysql and mariadb-dump, which the examples' test runs;
+# and what the tests of the Python and PHP packages in clients/ use (pytest,
+# pytest-xdist, Django, pytest-django, python3-venv, phpunit, composer)
 deps-examples:
-	@scripts/install-deps.sh examples
+	@scripts/install-deps.sh examples clients
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
