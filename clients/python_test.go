@@ -80,7 +80,7 @@ func TestPythonPlugin(t *testing.T) {
 	pytest := []string{"-m", "pytest", "-p", "no:cacheprovider"}
 
 	t.Run("unit", func(t *testing.T) {
-		mustRun(t, src, env, " passed", python, append(pytest, "-q", "tests/unit")...)
+		mustRun(t, src, env, " passed", python, append(pytest, "-q", "--basetemp", filepath.Join(t.TempDir(), "pytest"), "tests/unit")...)
 	})
 
 	t.Run("xdist", func(t *testing.T) {
