@@ -77,10 +77,12 @@ func TestPythonPlugin(t *testing.T) {
 	python, src := pythonPackage(t)
 	d := startDaemon(t)
 	env := []string{"TESTDBD_ADDR=" + d.addr, "PYTHONDONTWRITEBYTECODE=1"}
-	pytest := []string{"-m", "pytest", "-p", "no:cacheprovider"}
+	// pytest's temporary files (pytester's, xdist's) go to the test's.
+	basetemp := filepath.Join(t.TempDir(), "pytest")
+	pytest := []string{"-m", "pytest", "-p", "no:cacheprovider", "--basetemp", basetemp}
 
 	t.Run("unit", func(t *testing.T) {
-		mustRun(t, src, env, " passed", python, append(pytest, "-q", "--basetemp", filepath.Join(t.TempDir(), "pytest"), "tests/unit")...)
+		mustRun(t, src, env, " passed", python, append(pytest, "-q", "tests/unit")...)
 	})
 
 	t.Run("xdist", func(t *testing.T) {
@@ -117,7 +119,7 @@ func TestPythonPlugin(t *testing.T) {
 	}{{syscall.SIGINT, "SIGINT", "0"}, {syscall.SIGTERM, "SIGTERM", "0"}, {syscall.SIGINT, "SIGINT", "2"}, {syscall.SIGTERM, "SIGTERM", "2"}} {
 		name := fmt.Sprintf("%s to pytest -n %s", c.name, c.workers)
 		t.Run(name, func(t *testing.T) {
-			interrupt(t, d, python, src, env, c.sig, c.workers)
+			interrupt(t, d, python, src, env, basetemp, c.sig, c.workers)
 			d.expectNoLeases(t, name)
 		})
 	}
@@ -125,7 +127,7 @@ func TestPythonPlugin(t *testing.T) {
 
 // interrupt starts pytest on the hanging test, waits until that test holds
 // its lease, sends sig to pytest and waits for it to end.
-func interrupt(t *testing.T, d *daemon, python, src string, env []string, sig syscall.Signal, workers string) {
+func interrupt(t *testing.T, d *daemon, python, src string, env []string, basetemp string, sig syscall.Signal, workers string) {
 	ready := filepath.Join(t.TempDir(), "ready")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -134,7 +136,7 @@ func interrupt(t *testing.T, d *daemon, python, src string, env []string, sig sy
 	// Ctrl-C would find it.
 	cmd := command(ctx, src, append(env, "TESTDBD_TEST_MODE=hang", "TESTDBD_TEST_READY="+ready), python, "-c",
 		`import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.executable, [sys.executable] + sys.argv[1:])`,
-		"-m", "pytest", "-p", "no:cacheprovider", "-n", workers, "tests/failing")
+		"-m", "pytest", "-p", "no:cacheprovider", "--basetemp", basetemp, "-n", workers, "tests/failing")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

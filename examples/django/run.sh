@@ -49,5 +49,5 @@ testdbd template ensure --name django-app --migrations-dir "$build/goose" --uplo
 
 # 3. pytest-django, one lease per xdist worker (pytest.ini: testdbd_django).
 #    -p loads the plugin where the package is not installed (a no-op where it is).
-"$py" -m pytest -q -p no:cacheprovider -p testdbd.pytest_plugin -n 3
+"$py" -m pytest -q -p no:cacheprovider -p testdbd.pytest_plugin --basetemp "$build/pytest" -n 3
 echo "django example: ok"
