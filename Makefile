@@ -33,9 +33,11 @@ build:
 deps:
 	@scripts/install-deps.sh server
 
-# php-cli, php-mysql, python3-pymysql and mariadb-dump, which the examples' test runs
+# php-cli, php-mysql, python3-pymysql and mariadb-dump, which the examples' test runs;
+# and what the tests of the Python and PHP packages in clients/ use (pytest,
+# pytest-xdist, Django, pytest-django, python3-venv, phpunit, composer)
 deps-examples:
-	@scripts/install-deps.sh examples
+	@scripts/install-deps.sh examples clients
 
 ## lint: golangci-lint (pinned; the linters are chosen in .golangci.yml:
 ## gofmt, go vet and bug-finding checks) and a tidy go.mod

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what `make run` and `make test` need and is missing, from Debian's
-# packages. Usage: scripts/install-deps.sh server|examples ...
+# packages. Usage: scripts/install-deps.sh server|examples|clients ...
 #   server    MariaDB server and client (mariadbd, mariadb-install-db, mariadb)
 #   examples  php-cli, php-mysql, python3-pymysql and mariadb-dump for the examples
+#   clients   what the tests of clients/python and clients/php use: python3-venv,
+#             setuptools and wheel (an offline pip install), pytest, pytest-xdist,
+#             Django, dj-database-url, pytest-django; phpunit and composer
 set -euo pipefail
 
 missing=()
@@ -19,7 +22,7 @@ for group in "$@"; do
     examples)
       if ! command -v php >/dev/null 2>&1; then
         missing+=(php-cli php-mysql)
-      elif ! php -m 2>/dev/null | grep -qi '^pdo_mysql$'; then
+      elif ! grep -qix pdo_mysql <<<"$(php -m 2>/dev/null)"; then # not a pipe: grep -q would cut php off (pipefail)
         missing+=(php-mysql)
       fi
       # Debian's python3 is the one python3-pymysql installs into; a pyenv
@@ -28,6 +31,23 @@ for group in "$@"; do
       [ -x /usr/bin/python3 ] && py=/usr/bin/python3
       if ! "$py" -c 'import pymysql' >/dev/null 2>&1; then missing+=(python3-pymysql); fi
       need mariadb-dump mariadb-client # examples/shell/dump-to-goose.sh's test
+      ;;
+    clients)
+      py=python3
+      [ -x /usr/bin/python3 ] && py=/usr/bin/python3 # Debian's: python3-* packages install into it
+      for m in ensurepip:python3-venv setuptools:python3-setuptools wheel:python3-wheel pymysql:python3-pymysql \
+        pytest:python3-pytest xdist:python3-pytest-xdist django:python3-django \
+        dj_database_url:python3-dj-database-url pytest_django:python3-pytest-django; do
+        if ! "$py" -c "import ${m%%:*}" >/dev/null 2>&1; then missing+=("${m#*:}"); fi
+      done
+      if ! command -v php >/dev/null 2>&1; then
+        missing+=(php-cli php-mysql)
+      elif ! grep -qix pdo_mysql <<<"$(php -m 2>/dev/null)"; then # not a pipe: grep -q would cut php off (pipefail)
+        missing+=(php-mysql)
+      fi
+      need phpunit phpunit
+      need composer composer
+      need mariadb-dump mariadb-client # examples/django/run.sh
       ;;
     *) echo "install-deps: unknown group $group" >&2; exit 2 ;;
   esac

@@ -18,10 +18,16 @@ declare(strict_types=1);
  * transaction and resets with the rollback strategy, as Laravel's
  * DatabaseTransactions would. Every test expects the template's state, so a
  * reset that missed anything fails the next one. Exit status 1 if any test
- * failed.
+ * failed. It uses the testdbd package (clients/php) as a library; its
+ * PHPUnit trait, Testdbd\PHPUnit\TestdbdDatabase, does all of this for a
+ * PHPUnit suite (docs/laravel.md).
  */
 
-require __DIR__ . '/Testdbd.php';
+// The testdbd package (clients/php), from this checkout; a project that
+// requires testdbd/testdbd with Composer loads vendor/autoload.php instead.
+require __DIR__ . '/../../clients/php/autoload.php';
+
+use Testdbd\Client;
 
 const TEMPLATE = 'app';
 const WORKERS = 3;
@@ -32,7 +38,7 @@ exit($token === false || $token === '' ? runParent() : runWorker($token));
 /** Builds the template and runs the workers, as paratest would. */
 function runParent(): int
 {
-    $tpl = (new Testdbd())->ensureTemplate(TEMPLATE, __DIR__ . '/../migrations');
+    $tpl = (new Client())->ensureTemplate(TEMPLATE, __DIR__ . '/../migrations');
     printf("template %s: %s, %d tables\n", $tpl['name'], $tpl['state'], $tpl['tables']);
     $workers = [];
     for ($t = 1; $t <= WORKERS; $t++) {
@@ -58,7 +64,7 @@ function runParent(): int
 function runWorker(string $token): int
 {
     $strategy = $token === (string) WORKERS ? 'STRATEGY_ROLLBACK' : 'STRATEGY_SNAPSHOT';
-    $testdbd = new Testdbd();
+    $testdbd = new Client(); // TESTDBD_ADDR, TESTDBD_TOKEN
     $lease = $testdbd->acquire(TEMPLATE, "paratest-$token", $strategy);
     register_shutdown_function(fn () => $testdbd->release($lease['id']));
     printf("[worker %s] lease %s: database %s, strategy %s\n", $token, $lease['id'], $lease['database'], $strategy);
@@ -66,7 +72,7 @@ function runWorker(string $token): int
     $failed = 0;
     foreach (tests() as $name => $test) {
         $transaction = $strategy === 'STRATEGY_ROLLBACK';
-        $db = Testdbd::pdo($lease);
+        $db = Client::pdo($lease);
         try {
             if ($transaction) {
                 $db->beginTransaction();

@@ -10,8 +10,9 @@ and starts three workers. gw0 and gw1 let tests commit and reset with the
 snapshot strategy; gw2 runs each test in a transaction it rolls back and
 resets with the rollback strategy, as Django's TestCase would. Every test
 expects the template's state, so a reset that missed anything fails the
-next one. Exit status 1 if any test failed. docs/pytest.md shows the same
-as a conftest.py fixture.
+next one. Exit status 1 if any test failed. It uses the testdbd package
+(clients/python) as a library; docs/pytest.md shows its pytest plugin,
+which does all of this for a pytest suite.
 """
 
 import os
@@ -19,8 +20,11 @@ import pathlib
 import subprocess
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from testdbd_client import Testdbd, connect  # noqa: E402
+try:
+    import testdbd  # pip install ./clients/python
+except ImportError:  # a checkout without it installed: the package's source
+    sys.path.append(str(pathlib.Path(__file__).resolve().parents[2] / "clients" / "python" / "src"))
+    import testdbd
 
 TEMPLATE = "app"
 WORKERS = 3
@@ -34,7 +38,7 @@ def main():
 
 def run_controller():
     """Builds the template and runs the workers, as xdist's controller would."""
-    tpl = Testdbd().ensure_template(TEMPLATE, MIGRATIONS)
+    tpl = testdbd.Client().ensure_template(TEMPLATE, MIGRATIONS)
     print(f"template {tpl['name']}: {tpl['state']}, {tpl['tables']} tables", flush=True)
     procs = [
         subprocess.Popen([sys.executable, __file__], env={**os.environ, "PYTEST_XDIST_WORKER": f"gw{i}"},
@@ -54,15 +58,15 @@ def run_controller():
 def run_worker(worker):
     """One worker: one lease for its PYTEST_XDIST_WORKER, the tests, a reset after each."""
     strategy = "STRATEGY_ROLLBACK" if worker == f"gw{WORKERS - 1}" else "STRATEGY_SNAPSHOT"
-    testdbd = Testdbd()
-    lease = testdbd.acquire(TEMPLATE, f"xdist-{worker}", strategy)
+    client = testdbd.Client()  # TESTDBD_ADDR, TESTDBD_TOKEN
+    lease = client.acquire(TEMPLATE, testdbd.worker_key("xdist"), strategy)
     print(f"[{worker}] lease {lease['id']}: database {lease['database']}, strategy {strategy}", flush=True)
     failed = 0
     try:
         for test in TESTS:
             # A reset ends the lease's open connections, so each test connects
             # anew (Django reconnects by itself; see docs/django.md).
-            conn = connect(lease, autocommit=strategy != "STRATEGY_ROLLBACK")
+            conn = lease.connect(autocommit=strategy != "STRATEGY_ROLLBACK")
             try:
                 with conn.cursor() as cur:
                     test(cur)
@@ -74,14 +78,14 @@ def run_worker(worker):
                 if strategy == "STRATEGY_ROLLBACK":
                     conn.rollback()
                 conn.close()
-            report = testdbd.reset(lease["id"])
+            report = client.reset(lease.id)
             restored = ", ".join(report["tables_reset"]) or "nothing to restore"
             print(f"[{worker}] {test.__doc__}: {result} (reset by {report['strategy'][9:].lower()} "
                   f"in {report['total_ms']:.2f} ms: {restored})", flush=True)
             if report["fallback_reason"]:
                 print(f"[{worker}]   the reset did more than usual: {report['fallback_reason']}", flush=True)
     finally:
-        testdbd.release(lease["id"])
+        client.release(lease.id)
     return 1 if failed else 0
 
 

@@ -1,5 +1,5 @@
 from blog.models import Author, Post
-from testdbd_django import CommittingTestCase, RollbackTestCase
+from testdbd.django import CommittingTestCase, RollbackTestCase
 
 
 class Committing(CommittingTestCase):
