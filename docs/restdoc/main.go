@@ -113,6 +113,8 @@ curl -s -X POST localhost:8080/v1/leases/$LEASE_ID:reset -d '{"strategy":"STRATE
 	"ReleaseLease":  `curl -s -X DELETE localhost:8080/v1/leases/$LEASE_ID`,
 	"ListInstances": `curl -s localhost:8080/v1/instances`,
 	"GetStats":      `curl -s localhost:8080/v1/stats`,
+	"ListEvents": `curl -s 'localhost:8080/v1/events?limit=20'
+curl -s 'localhost:8080/v1/events?after_seq=1234'`,
 }
 
 var rpcRE = regexp.MustCompile(`(?m)^\s*rpc\s+(\w+)\s*\(`)
