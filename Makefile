@@ -15,14 +15,14 @@ PROTOC_GEN_GO_VERSION   := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.6.2
 GATEWAY_VERSION         := v2.33.0
 
-.PHONY: run test build deps deps-examples lint generate check-generated tools clean property
+.PHONY: run test build deps deps-examples deps-browser lint generate check-generated tools clean property
 
 ## run: start the daemon on 127.0.0.1:8080 (REST) and :9090 (gRPC); ARGS adds flags
 run: deps build
 	$(BIN)/testdbd serve $(ARGS)
 
 ## test: lint, check generated code, and run every test with the race detector
-test: deps deps-examples lint check-generated image
+test: deps deps-examples deps-browser lint check-generated image
 	$(GO) test -race -count=1 -timeout 80m ./...
 
 build:
@@ -34,6 +34,10 @@ deps:
 # php-cli, php-mysql, python3-pymysql and mariadb-dump, which the examples' test runs
 deps-examples:
 	@scripts/install-deps.sh examples
+
+# chromium, which the dashboard's test drives headless
+deps-browser:
+	@scripts/install-deps.sh browser
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^api/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

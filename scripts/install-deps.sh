@@ -3,6 +3,7 @@
 # packages. Usage: scripts/install-deps.sh server|examples ...
 #   server    MariaDB server and client (mariadbd, mariadb-install-db, mariadb)
 #   examples  php-cli, php-mysql, python3-pymysql and mariadb-dump for the examples
+#   browser   chromium, which the dashboard's test drives headless
 set -euo pipefail
 
 missing=()
@@ -29,6 +30,9 @@ for group in "$@"; do
       if ! "$py" -c 'import pymysql' >/dev/null 2>&1; then missing+=(python3-pymysql); fi
       need mariadb-dump mariadb-client # examples/shell/dump-to-goose.sh's test
       ;;
+    browser)
+      need /usr/bin/chromium chromium # dashboard/browser_test.go
+      ;;
     *) echo "install-deps: unknown group $group" >&2; exit 2 ;;
   esac
 done
@@ -42,6 +46,6 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
+$sudo apt-get update -qq -o DPkg::Lock::Timeout=600
 # shellcheck disable=SC2086
-$sudo apt-get install -y -qq --no-install-recommends $pkgs
+$sudo apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 $pkgs
