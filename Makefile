@@ -17,14 +17,14 @@ GATEWAY_VERSION         := v2.33.0
 GOLANGCI_VERSION        := v2.15.0
 GOLANGCI                := $(CURDIR)/.tools/golangci-lint-$(GOLANGCI_VERSION)/golangci-lint
 
-.PHONY: run test build deps deps-examples lint generate check-generated tools clean property
+.PHONY: run test build deps deps-examples deps-browser lint generate check-generated tools clean property
 
 ## run: start the daemon on 127.0.0.1:8080 (REST) and :9090 (gRPC); ARGS adds flags
 run: deps build
 	$(BIN)/testdbd serve $(ARGS)
 
 ## test: lint, check generated code, and run every test with the race detector
-test: deps deps-examples lint check-generated image
+test: deps deps-examples deps-browser lint check-generated image
 	$(GO) test -race -count=1 -timeout 80m ./...
 
 build:
@@ -38,6 +38,10 @@ deps:
 # pytest-xdist, Django, pytest-django, python3-venv, phpunit, composer)
 deps-examples:
 	@scripts/install-deps.sh examples clients
+
+# chromium, which the dashboard's test drives headless
+deps-browser:
+	@scripts/install-deps.sh browser
 
 ## lint: golangci-lint (pinned; the linters are chosen in .golangci.yml:
 ## gofmt, go vet and bug-finding checks) and a tidy go.mod

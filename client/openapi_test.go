@@ -43,6 +43,8 @@ var wrappers = []string{
 	"v1AcquireLeaseResponse", "v1GetLeaseResponse", "v1ListLeasesResponse", "v1RenewLeaseResponse",
 	"v1ResetLeaseResponse", "v1ReleaseLeaseResponse", "v1ListInstancesResponse",
 	"TestDBServiceRenewLeaseBody", "TestDBServiceResetLeaseBody", "rpcStatus", "protobufAny",
+	// GET /v1/events, which the dashboard reads; the Go client does not model it yet.
+	"v1ListEventsResponse", "v1ResetEvent", "v1Event",
 }
 
 type schema struct {

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what `make run` and `make test` need and is missing, from Debian's
-# packages. Usage: scripts/install-deps.sh server|examples|clients ...
+# packages. Usage: scripts/install-deps.sh server|examples|clients|browser ...
 #   server    MariaDB server and client (mariadbd, mariadb-install-db, mariadb)
 #   examples  php-cli, php-mysql, python3-pymysql and mariadb-dump for the examples
 #   clients   what the tests of clients/python and clients/php use: python3-venv,
 #             setuptools and wheel (an offline pip install), pytest, pytest-xdist,
 #             Django, dj-database-url, pytest-django; phpunit and composer
+#   browser   chromium, which the dashboard's test drives headless
 set -euo pipefail
 
 missing=()
@@ -49,6 +50,9 @@ for group in "$@"; do
       need composer composer
       need mariadb-dump mariadb-client # examples/django/run.sh
       ;;
+    browser)
+      need /usr/bin/chromium chromium # dashboard/browser_test.go
+      ;;
     *) echo "install-deps: unknown group $group" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +66,6 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
+$sudo apt-get update -qq -o DPkg::Lock::Timeout=600
 # shellcheck disable=SC2086
-$sudo apt-get install -y -qq --no-install-recommends $pkgs
+$sudo apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 $pkgs

@@ -27,6 +27,7 @@ import (
 
 	"github.com/testdbd/testdbd/api/openapi"
 	testdbv1 "github.com/testdbd/testdbd/api/testdb/v1"
+	"github.com/testdbd/testdbd/dashboard"
 )
 
 // MaxRequestBytes caps a request body (uploaded migrations and seeds included).
@@ -37,7 +38,7 @@ type Config struct {
 	GRPCAddr string // e.g. 127.0.0.1:9090; port 0 picks a free port
 	HTTPAddr string // e.g. 127.0.0.1:8080; port 0 picks a free port
 	// Token, when set, is required as "Authorization: Bearer <token>" on
-	// every call except /healthz and the gRPC health service.
+	// every call except /healthz, the dashboard's files and the gRPC health service.
 	Token    string
 	Registry *prometheus.Registry // served at /metrics; nil means none
 	Logger   *slog.Logger
@@ -107,6 +108,8 @@ func (s *API) Open(ctx context.Context) error {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
 	}
 	mux.Handle("/", gw)
+	mux.Handle("GET /{$}", dashboard.Handler()) // the web dashboard; API paths stay with the gateway
+	mux.Handle("GET /ui/", dashboard.Handler())
 	s.http = &http.Server{
 		Handler:           s.httpAuth(limitBody(mux)),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -208,7 +211,7 @@ const authHelp = "missing or wrong bearer token: this daemon runs with --token; 
 
 func (s *API) httpAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || s.authorized(r.Header.Get("Authorization")) {
+		if r.URL.Path == "/healthz" || dashboard.Public(r) || s.authorized(r.Header.Get("Authorization")) {
 			next.ServeHTTP(w, r)
 			return
 		}

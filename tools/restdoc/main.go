@@ -106,6 +106,8 @@ curl -s -X POST localhost:8080/v1/leases/$LEASE_ID:reset -d '{"strategy":"STRATE
 	"ReleaseLease":  `curl -s -X DELETE localhost:8080/v1/leases/$LEASE_ID`,
 	"ListInstances": `curl -s localhost:8080/v1/instances`,
 	"GetStats":      `curl -s localhost:8080/v1/stats`,
+	"ListEvents": `curl -s 'localhost:8080/v1/events?limit=20'
+curl -s 'localhost:8080/v1/events?after_seq=1234'`,
 }
 
 var rpcRE = regexp.MustCompile(`(?m)^\s*rpc\s+(\w+)\s*\(`)
@@ -148,6 +150,7 @@ func render(raw, proto []byte) ([]byte, error) {
 	b.WriteString("| GET | `/healthz` | | `{\"status\":\"SERVING\"}`; needs no token |\n")
 	b.WriteString("| GET | `/openapi.json` | | the OpenAPI document this page is generated from |\n")
 	b.WriteString("| GET | `/metrics` | | Prometheus metrics |\n")
+	b.WriteString("| GET | `/`, `/ui/` | | the web dashboard, which reads this API; its files need no token |\n")
 
 	var used []string // definitions in order of first use
 	use := func(ref string) string {
@@ -254,8 +257,9 @@ resource itself; list calls answer with an object holding the list
 (` + "`{\"leases\": [...]}`" + `).
 
 **Authentication.** A daemon started with ` + "`--token`" + ` wants
-` + "`Authorization: Bearer <token>`" + ` on every call except ` + "`/healthz`" + `; without
-it the answer is 401 with code 16 (Unauthenticated).
+` + "`Authorization: Bearer <token>`" + ` on every call except ` + "`/healthz`" + ` and the
+dashboard's files (` + "`/`" + `, ` + "`/ui/`" + `); without it the answer is 401 with code 16
+(Unauthenticated).
 
 **Errors** are JSON ([Status](#status)) with the gRPC status code and a
 message that says what went wrong and what to do:

@@ -2624,6 +2624,332 @@ func (x *LatencyStats) GetMeanMs() float64 {
 	return 0
 }
 
+type ListEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many resets and this many events; 0 means 50. The daemon
+	// keeps the last 256 of each.
+	Limit int32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Only entries with a larger seq than this: a poller passes the largest
+	// seq it has seen and gets only what is new.
+	AfterSeq      int64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsRequest) Reset() {
+	*x = ListEventsRequest{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsRequest) ProtoMessage() {}
+
+func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListEventsRequest) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ListEventsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListEventsRequest) GetAfterSeq() int64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+type ListEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Recent resets, newest first.
+	Resets []*ResetEvent `protobuf:"bytes,1,rep,name=resets,proto3" json:"resets,omitempty"`
+	// Recent errors and warnings, newest first.
+	Events        []*Event `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsResponse) Reset() {
+	*x = ListEventsResponse{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsResponse) ProtoMessage() {}
+
+func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListEventsResponse) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListEventsResponse) GetResets() []*ResetEvent {
+	if x != nil {
+		return x.Resets
+	}
+	return nil
+}
+
+func (x *ListEventsResponse) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// ResetEvent is one reset the daemon ran, successful or not.
+type ResetEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Increases with every entry (resets and events share the sequence).
+	Seq int64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// When the reset finished.
+	At         *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	Template   string                 `protobuf:"bytes,3,opt,name=template,proto3" json:"template,omitempty"`
+	InstanceId string                 `protobuf:"bytes,4,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// Why it ran: "reset" (ResetLease), "release" or "expiry" (recycling the
+	// database of a lease that was released or expired).
+	Trigger string `protobuf:"bytes,5,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	// What the reset did (as far as it got when it failed); report.lease_id is
+	// the lease it ran for, the ended one for a recycle.
+	Report *ResetReport `protobuf:"bytes,6,opt,name=report,proto3" json:"report,omitempty"`
+	// Why the reset failed; empty when it succeeded.
+	Error         string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetEvent) Reset() {
+	*x = ResetEvent{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetEvent) ProtoMessage() {}
+
+func (x *ResetEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetEvent.ProtoReflect.Descriptor instead.
+func (*ResetEvent) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ResetEvent) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ResetEvent) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *ResetEvent) GetTemplate() string {
+	if x != nil {
+		return x.Template
+	}
+	return ""
+}
+
+func (x *ResetEvent) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *ResetEvent) GetTrigger() string {
+	if x != nil {
+		return x.Trigger
+	}
+	return ""
+}
+
+func (x *ResetEvent) GetReport() *ResetReport {
+	if x != nil {
+		return x.Report
+	}
+	return nil
+}
+
+func (x *ResetEvent) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// Event is something an operator should know about: a failure or a warning.
+type Event struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Increases with every entry (resets and events share the sequence).
+	Seq int64                  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	At  *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	// "error" or "warning".
+	Level string `protobuf:"bytes,3,opt,name=level,proto3" json:"level,omitempty"`
+	// What happened: "reset_failed", "recycle_failed", "lease_expired",
+	// "template_failed", "clone_failed", "instance_start_failed",
+	// "instance_died" or "settings_mismatched"; new kinds may be added.
+	Kind string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	// What went wrong and what to do, as in the daemon's log.
+	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// What it concerns, where it applies.
+	Template      string `protobuf:"bytes,6,opt,name=template,proto3" json:"template,omitempty"`
+	LeaseId       string `protobuf:"bytes,7,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	InstanceId    string `protobuf:"bytes,8,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	Database      string `protobuf:"bytes,9,opt,name=database,proto3" json:"database,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *Event) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Event) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *Event) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *Event) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Event) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Event) GetTemplate() string {
+	if x != nil {
+		return x.Template
+	}
+	return ""
+}
+
+func (x *Event) GetLeaseId() string {
+	if x != nil {
+		return x.LeaseId
+	}
+	return ""
+}
+
+func (x *Event) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *Event) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
 var File_testdb_v1_testdb_proto protoreflect.FileDescriptor
 
 const file_testdb_v1_testdb_proto_rawDesc = "" +
@@ -2830,7 +3156,34 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x06p90_ms\x18\x03 \x01(\x01R\x05p90Ms\x12\x15\n" +
 	"\x06p99_ms\x18\x04 \x01(\x01R\x05p99Ms\x12\x15\n" +
 	"\x06max_ms\x18\x05 \x01(\x01R\x05maxMs\x12\x17\n" +
-	"\amean_ms\x18\x06 \x01(\x01R\x06meanMs*i\n" +
+	"\amean_ms\x18\x06 \x01(\x01R\x06meanMs\"F\n" +
+	"\x11ListEventsRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x1b\n" +
+	"\tafter_seq\x18\x02 \x01(\x03R\bafterSeq\"m\n" +
+	"\x12ListEventsResponse\x12-\n" +
+	"\x06resets\x18\x01 \x03(\v2\x15.testdb.v1.ResetEventR\x06resets\x12(\n" +
+	"\x06events\x18\x02 \x03(\v2\x10.testdb.v1.EventR\x06events\"\xe7\x01\n" +
+	"\n" +
+	"ResetEvent\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x1a\n" +
+	"\btemplate\x18\x03 \x01(\tR\btemplate\x12\x1f\n" +
+	"\vinstance_id\x18\x04 \x01(\tR\n" +
+	"instanceId\x12\x18\n" +
+	"\atrigger\x18\x05 \x01(\tR\atrigger\x12.\n" +
+	"\x06report\x18\x06 \x01(\v2\x16.testdb.v1.ResetReportR\x06report\x12\x14\n" +
+	"\x05error\x18\a \x01(\tR\x05error\"\xfd\x01\n" +
+	"\x05Event\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x14\n" +
+	"\x05level\x18\x03 \x01(\tR\x05level\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12\x1a\n" +
+	"\btemplate\x18\x06 \x01(\tR\btemplate\x12\x19\n" +
+	"\blease_id\x18\a \x01(\tR\aleaseId\x12\x1f\n" +
+	"\vinstance_id\x18\b \x01(\tR\n" +
+	"instanceId\x12\x1a\n" +
+	"\bdatabase\x18\t \x01(\tR\bdatabase*i\n" +
 	"\bStrategy\x12\x18\n" +
 	"\x14STRATEGY_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11STRATEGY_TRUNCATE\x10\x01\x12\x15\n" +
@@ -2840,8 +3193,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x1aTEMPLATE_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17TEMPLATE_STATE_BUILDING\x10\x01\x12\x18\n" +
 	"\x14TEMPLATE_STATE_READY\x10\x02\x12\x19\n" +
-	"\x15TEMPLATE_STATE_FAILED\x10\x032\xb0\n" +
-	"\n" +
+	"\x15TEMPLATE_STATE_FAILED\x10\x032\x8f\v\n" +
 	"\rTestDBService\x12y\n" +
 	"\x0eEnsureTemplate\x12 .testdb.v1.EnsureTemplateRequest\x1a!.testdb.v1.EnsureTemplateResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*b\btemplate\"\r/v1/templates\x12t\n" +
 	"\vGetTemplate\x12\x1d.testdb.v1.GetTemplateRequest\x1a\x1e.testdb.v1.GetTemplateResponse\"&\x82\xd3\xe4\x93\x02 b\btemplate\x12\x14/v1/templates/{name}\x12i\n" +
@@ -2859,7 +3211,10 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"ResetLease\x12\x1c.testdb.v1.ResetLeaseRequest\x1a\x1d.testdb.v1.ResetLeaseResponse\"(\x82\xd3\xe4\x93\x02\":\x01*b\x06report\"\x15/v1/leases/{id}:reset\x12o\n" +
 	"\fReleaseLease\x12\x1e.testdb.v1.ReleaseLeaseRequest\x1a\x1f.testdb.v1.ReleaseLeaseResponse\"\x1e\x82\xd3\xe4\x93\x02\x18b\x05lease*\x0f/v1/leases/{id}\x12i\n" +
 	"\rListInstances\x12\x1f.testdb.v1.ListInstancesRequest\x1a .testdb.v1.ListInstancesResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/instances\x12V\n" +
-	"\bGetStats\x12\x1a.testdb.v1.GetStatsRequest\x1a\x1b.testdb.v1.GetStatsResponse\"\x11\x82\xd3\xe4\x93\x02\v\x12\t/v1/statsB\xe9\x02\x92A\xb2\x02\x12\xc3\x01\n" +
+	"\bGetStats\x12\x1a.testdb.v1.GetStatsRequest\x1a\x1b.testdb.v1.GetStatsResponse\"\x11\x82\xd3\xe4\x93\x02\v\x12\t/v1/stats\x12]\n" +
+	"\n" +
+	"ListEvents\x12\x1c.testdb.v1.ListEventsRequest\x1a\x1d.testdb.v1.ListEventsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
+	"/v1/eventsB\xe9\x02\x92A\xb2\x02\x12\xc3\x01\n" +
 	"\atestdbd\x12\xb3\x01Test-database lifecycle manager for MySQL and MariaDB: templates built once from goose migrations, worker databases leased per test worker, resets to the template in milliseconds.2\x02v1Z\\\n" +
 	"Z\n" +
 	"\x06bearer\x12P\b\x02\x12;Bearer <token>, required when the daemon runs with --token.\x1a\rAuthorization \x02b\f\n" +
@@ -2880,7 +3235,7 @@ func file_testdb_v1_testdb_proto_rawDescGZIP() []byte {
 }
 
 var file_testdb_v1_testdb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_testdb_v1_testdb_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_testdb_v1_testdb_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_testdb_v1_testdb_proto_goTypes = []any{
 	(Strategy)(0),                  // 0: testdb.v1.Strategy
 	(TemplateState)(0),             // 1: testdb.v1.TemplateState
@@ -2919,7 +3274,11 @@ var file_testdb_v1_testdb_proto_goTypes = []any{
 	(*GetStatsResponse)(nil),       // 34: testdb.v1.GetStatsResponse
 	(*StrategyStats)(nil),          // 35: testdb.v1.StrategyStats
 	(*LatencyStats)(nil),           // 36: testdb.v1.LatencyStats
-	(*timestamppb.Timestamp)(nil),  // 37: google.protobuf.Timestamp
+	(*ListEventsRequest)(nil),      // 37: testdb.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),     // 38: testdb.v1.ListEventsResponse
+	(*ResetEvent)(nil),             // 39: testdb.v1.ResetEvent
+	(*Event)(nil),                  // 40: testdb.v1.Event
+	(*timestamppb.Timestamp)(nil),  // 41: google.protobuf.Timestamp
 }
 var file_testdb_v1_testdb_proto_depIdxs = []int32{
 	2,  // 0: testdb.v1.EnsureTemplateRequest.migrations:type_name -> testdb.v1.MigrationFile
@@ -2930,7 +3289,7 @@ var file_testdb_v1_testdb_proto_depIdxs = []int32{
 	1,  // 5: testdb.v1.Template.state:type_name -> testdb.v1.TemplateState
 	12, // 6: testdb.v1.Template.build:type_name -> testdb.v1.BuildTimings
 	13, // 7: testdb.v1.Template.pool:type_name -> testdb.v1.PoolCounts
-	37, // 8: testdb.v1.Template.created_at:type_name -> google.protobuf.Timestamp
+	41, // 8: testdb.v1.Template.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 9: testdb.v1.AcquireLeaseRequest.strategy:type_name -> testdb.v1.Strategy
 	26, // 10: testdb.v1.AcquireLeaseResponse.lease:type_name -> testdb.v1.Lease
 	26, // 11: testdb.v1.GetLeaseResponse.lease:type_name -> testdb.v1.Lease
@@ -2940,48 +3299,55 @@ var file_testdb_v1_testdb_proto_depIdxs = []int32{
 	27, // 15: testdb.v1.ResetLeaseResponse.report:type_name -> testdb.v1.ResetReport
 	26, // 16: testdb.v1.ReleaseLeaseResponse.lease:type_name -> testdb.v1.Lease
 	0,  // 17: testdb.v1.Lease.strategy:type_name -> testdb.v1.Strategy
-	37, // 18: testdb.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
-	37, // 19: testdb.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
+	41, // 18: testdb.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
+	41, // 19: testdb.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
 	0,  // 20: testdb.v1.ResetReport.strategy:type_name -> testdb.v1.Strategy
 	0,  // 21: testdb.v1.ResetReport.requested_strategy:type_name -> testdb.v1.Strategy
 	28, // 22: testdb.v1.ResetReport.phases:type_name -> testdb.v1.ResetPhases
 	31, // 23: testdb.v1.ListInstancesResponse.instances:type_name -> testdb.v1.Instance
 	32, // 24: testdb.v1.Instance.settings:type_name -> testdb.v1.Setting
-	37, // 25: testdb.v1.Instance.started_at:type_name -> google.protobuf.Timestamp
+	41, // 25: testdb.v1.Instance.started_at:type_name -> google.protobuf.Timestamp
 	35, // 26: testdb.v1.GetStatsResponse.resets:type_name -> testdb.v1.StrategyStats
 	36, // 27: testdb.v1.GetStatsResponse.acquire:type_name -> testdb.v1.LatencyStats
 	36, // 28: testdb.v1.GetStatsResponse.acquire_wait:type_name -> testdb.v1.LatencyStats
 	0,  // 29: testdb.v1.StrategyStats.strategy:type_name -> testdb.v1.Strategy
 	36, // 30: testdb.v1.StrategyStats.latency:type_name -> testdb.v1.LatencyStats
-	3,  // 31: testdb.v1.TestDBService.EnsureTemplate:input_type -> testdb.v1.EnsureTemplateRequest
-	5,  // 32: testdb.v1.TestDBService.GetTemplate:input_type -> testdb.v1.GetTemplateRequest
-	7,  // 33: testdb.v1.TestDBService.ListTemplates:input_type -> testdb.v1.ListTemplatesRequest
-	9,  // 34: testdb.v1.TestDBService.DeleteTemplate:input_type -> testdb.v1.DeleteTemplateRequest
-	14, // 35: testdb.v1.TestDBService.AcquireLease:input_type -> testdb.v1.AcquireLeaseRequest
-	16, // 36: testdb.v1.TestDBService.GetLease:input_type -> testdb.v1.GetLeaseRequest
-	18, // 37: testdb.v1.TestDBService.ListLeases:input_type -> testdb.v1.ListLeasesRequest
-	20, // 38: testdb.v1.TestDBService.RenewLease:input_type -> testdb.v1.RenewLeaseRequest
-	22, // 39: testdb.v1.TestDBService.ResetLease:input_type -> testdb.v1.ResetLeaseRequest
-	24, // 40: testdb.v1.TestDBService.ReleaseLease:input_type -> testdb.v1.ReleaseLeaseRequest
-	29, // 41: testdb.v1.TestDBService.ListInstances:input_type -> testdb.v1.ListInstancesRequest
-	33, // 42: testdb.v1.TestDBService.GetStats:input_type -> testdb.v1.GetStatsRequest
-	4,  // 43: testdb.v1.TestDBService.EnsureTemplate:output_type -> testdb.v1.EnsureTemplateResponse
-	6,  // 44: testdb.v1.TestDBService.GetTemplate:output_type -> testdb.v1.GetTemplateResponse
-	8,  // 45: testdb.v1.TestDBService.ListTemplates:output_type -> testdb.v1.ListTemplatesResponse
-	10, // 46: testdb.v1.TestDBService.DeleteTemplate:output_type -> testdb.v1.DeleteTemplateResponse
-	15, // 47: testdb.v1.TestDBService.AcquireLease:output_type -> testdb.v1.AcquireLeaseResponse
-	17, // 48: testdb.v1.TestDBService.GetLease:output_type -> testdb.v1.GetLeaseResponse
-	19, // 49: testdb.v1.TestDBService.ListLeases:output_type -> testdb.v1.ListLeasesResponse
-	21, // 50: testdb.v1.TestDBService.RenewLease:output_type -> testdb.v1.RenewLeaseResponse
-	23, // 51: testdb.v1.TestDBService.ResetLease:output_type -> testdb.v1.ResetLeaseResponse
-	25, // 52: testdb.v1.TestDBService.ReleaseLease:output_type -> testdb.v1.ReleaseLeaseResponse
-	30, // 53: testdb.v1.TestDBService.ListInstances:output_type -> testdb.v1.ListInstancesResponse
-	34, // 54: testdb.v1.TestDBService.GetStats:output_type -> testdb.v1.GetStatsResponse
-	43, // [43:55] is the sub-list for method output_type
-	31, // [31:43] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	39, // 31: testdb.v1.ListEventsResponse.resets:type_name -> testdb.v1.ResetEvent
+	40, // 32: testdb.v1.ListEventsResponse.events:type_name -> testdb.v1.Event
+	41, // 33: testdb.v1.ResetEvent.at:type_name -> google.protobuf.Timestamp
+	27, // 34: testdb.v1.ResetEvent.report:type_name -> testdb.v1.ResetReport
+	41, // 35: testdb.v1.Event.at:type_name -> google.protobuf.Timestamp
+	3,  // 36: testdb.v1.TestDBService.EnsureTemplate:input_type -> testdb.v1.EnsureTemplateRequest
+	5,  // 37: testdb.v1.TestDBService.GetTemplate:input_type -> testdb.v1.GetTemplateRequest
+	7,  // 38: testdb.v1.TestDBService.ListTemplates:input_type -> testdb.v1.ListTemplatesRequest
+	9,  // 39: testdb.v1.TestDBService.DeleteTemplate:input_type -> testdb.v1.DeleteTemplateRequest
+	14, // 40: testdb.v1.TestDBService.AcquireLease:input_type -> testdb.v1.AcquireLeaseRequest
+	16, // 41: testdb.v1.TestDBService.GetLease:input_type -> testdb.v1.GetLeaseRequest
+	18, // 42: testdb.v1.TestDBService.ListLeases:input_type -> testdb.v1.ListLeasesRequest
+	20, // 43: testdb.v1.TestDBService.RenewLease:input_type -> testdb.v1.RenewLeaseRequest
+	22, // 44: testdb.v1.TestDBService.ResetLease:input_type -> testdb.v1.ResetLeaseRequest
+	24, // 45: testdb.v1.TestDBService.ReleaseLease:input_type -> testdb.v1.ReleaseLeaseRequest
+	29, // 46: testdb.v1.TestDBService.ListInstances:input_type -> testdb.v1.ListInstancesRequest
+	33, // 47: testdb.v1.TestDBService.GetStats:input_type -> testdb.v1.GetStatsRequest
+	37, // 48: testdb.v1.TestDBService.ListEvents:input_type -> testdb.v1.ListEventsRequest
+	4,  // 49: testdb.v1.TestDBService.EnsureTemplate:output_type -> testdb.v1.EnsureTemplateResponse
+	6,  // 50: testdb.v1.TestDBService.GetTemplate:output_type -> testdb.v1.GetTemplateResponse
+	8,  // 51: testdb.v1.TestDBService.ListTemplates:output_type -> testdb.v1.ListTemplatesResponse
+	10, // 52: testdb.v1.TestDBService.DeleteTemplate:output_type -> testdb.v1.DeleteTemplateResponse
+	15, // 53: testdb.v1.TestDBService.AcquireLease:output_type -> testdb.v1.AcquireLeaseResponse
+	17, // 54: testdb.v1.TestDBService.GetLease:output_type -> testdb.v1.GetLeaseResponse
+	19, // 55: testdb.v1.TestDBService.ListLeases:output_type -> testdb.v1.ListLeasesResponse
+	21, // 56: testdb.v1.TestDBService.RenewLease:output_type -> testdb.v1.RenewLeaseResponse
+	23, // 57: testdb.v1.TestDBService.ResetLease:output_type -> testdb.v1.ResetLeaseResponse
+	25, // 58: testdb.v1.TestDBService.ReleaseLease:output_type -> testdb.v1.ReleaseLeaseResponse
+	30, // 59: testdb.v1.TestDBService.ListInstances:output_type -> testdb.v1.ListInstancesResponse
+	34, // 60: testdb.v1.TestDBService.GetStats:output_type -> testdb.v1.GetStatsResponse
+	38, // 61: testdb.v1.TestDBService.ListEvents:output_type -> testdb.v1.ListEventsResponse
+	49, // [49:62] is the sub-list for method output_type
+	36, // [36:49] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_testdb_v1_testdb_proto_init() }
@@ -2995,7 +3361,7 @@ func file_testdb_v1_testdb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_testdb_v1_testdb_proto_rawDesc), len(file_testdb_v1_testdb_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   35,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

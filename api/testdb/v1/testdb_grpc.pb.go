@@ -38,6 +38,7 @@ const (
 	TestDBService_ReleaseLease_FullMethodName   = "/testdb.v1.TestDBService/ReleaseLease"
 	TestDBService_ListInstances_FullMethodName  = "/testdb.v1.TestDBService/ListInstances"
 	TestDBService_GetStats_FullMethodName       = "/testdb.v1.TestDBService/GetStats"
+	TestDBService_ListEvents_FullMethodName     = "/testdb.v1.TestDBService/ListEvents"
 )
 
 // TestDBServiceClient is the client API for TestDBService service.
@@ -78,6 +79,12 @@ type TestDBServiceClient interface {
 	ListInstances(ctx context.Context, in *ListInstancesRequest, opts ...grpc.CallOption) (*ListInstancesResponse, error)
 	// GetStats returns counters and latency percentiles.
 	GetStats(ctx context.Context, in *GetStatsRequest, opts ...grpc.CallOption) (*GetStatsResponse, error)
+	// ListEvents returns what happened recently, newest first: the last resets
+	// (ResetLease calls and the resets that recycle a database after its lease
+	// ended) and the last errors and warnings. The daemon keeps a bounded
+	// number of each in memory; a restart forgets them. A daemon that does not
+	// record them yet answers Unimplemented (HTTP 501).
+	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
 }
 
 type testDBServiceClient struct {
@@ -208,6 +215,16 @@ func (c *testDBServiceClient) GetStats(ctx context.Context, in *GetStatsRequest,
 	return out, nil
 }
 
+func (c *testDBServiceClient) ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListEventsResponse)
+	err := c.cc.Invoke(ctx, TestDBService_ListEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TestDBServiceServer is the server API for TestDBService service.
 // All implementations must embed UnimplementedTestDBServiceServer
 // for forward compatibility.
@@ -246,6 +263,12 @@ type TestDBServiceServer interface {
 	ListInstances(context.Context, *ListInstancesRequest) (*ListInstancesResponse, error)
 	// GetStats returns counters and latency percentiles.
 	GetStats(context.Context, *GetStatsRequest) (*GetStatsResponse, error)
+	// ListEvents returns what happened recently, newest first: the last resets
+	// (ResetLease calls and the resets that recycle a database after its lease
+	// ended) and the last errors and warnings. The daemon keeps a bounded
+	// number of each in memory; a restart forgets them. A daemon that does not
+	// record them yet answers Unimplemented (HTTP 501).
+	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
 	mustEmbedUnimplementedTestDBServiceServer()
 }
 
@@ -291,6 +314,9 @@ func (UnimplementedTestDBServiceServer) ListInstances(context.Context, *ListInst
 }
 func (UnimplementedTestDBServiceServer) GetStats(context.Context, *GetStatsRequest) (*GetStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetStats not implemented")
+}
+func (UnimplementedTestDBServiceServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListEvents not implemented")
 }
 func (UnimplementedTestDBServiceServer) mustEmbedUnimplementedTestDBServiceServer() {}
 func (UnimplementedTestDBServiceServer) testEmbeddedByValue()                       {}
@@ -529,6 +555,24 @@ func _TestDBService_GetStats_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TestDBService_ListEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TestDBServiceServer).ListEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TestDBService_ListEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TestDBServiceServer).ListEvents(ctx, req.(*ListEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TestDBService_ServiceDesc is the grpc.ServiceDesc for TestDBService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -583,6 +627,10 @@ var TestDBService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetStats",
 			Handler:    _TestDBService_GetStats_Handler,
+		},
+		{
+			MethodName: "ListEvents",
+			Handler:    _TestDBService_ListEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
