@@ -43,7 +43,7 @@ func TestHandlerServesTheEmbeddedFiles(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/ui/nothing.js", "/ui/static/app.js", "/index.html", "/ui"} {
-		if resp := get(t, h, "GET", path); resp.StatusCode != 404 {
+		if resp := get(t, h, "GET", path); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s: %d, want 404", path, resp.StatusCode)
 		}
 	}
