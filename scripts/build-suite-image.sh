@@ -258,6 +258,16 @@ case $flavor in
     fi
     ;;
 esac
+# MariaDB 11.4 and later enable TLS by default and, without a certificate,
+# generate one at every start (about 1.5 s here). A certificate made once
+# at build time spares that when the server is started with
+# --ssl-cert=/testdbd/tls/server-cert.pem --ssl-key=/testdbd/tls/server-key.pem.
+# (MySQL keeps the certificates --initialize made in the seed datadir.)
+if [ "$flavor" = mariadb ] && command -v openssl >/dev/null 2>&1; then
+  install -d -m 0755 "$root/testdbd/tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 36500 -subj "/CN=testdbd $flavor" \
+    -keyout "$root/testdbd/tls/server-key.pem" -out "$root/testdbd/tls/server-cert.pem" >/dev/null 2>&1
+fi
 rm -rf "${root:?}"/tmp/* "$root"/var/log/*
 chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' >"$root/testdbd/packages"
 
