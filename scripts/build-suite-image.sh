@@ -15,7 +15,7 @@
 #   scripts/build-suite-image.sh mariadb trixie 11.8  -> testdbd/mariadb:11.8-local
 #
 # The tag is the major.minor of the server version the suite has now; when
-# that differs from MAJOR.MINOR the image is built under the actual version
+# that differs from MAJOR.MINOR the image is named after the actual version
 # and a warning says so. IMAGE names the image explicitly. FORCE=1
 # rebuilds an image that is up to date.
 #
@@ -117,7 +117,7 @@ server_version=${version[$flavor-server-core]}
 majmin=$(echo "${server_version#*:}" | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
 image=${image:-testdbd/$flavor:$majmin-local}
 if [ -n "$expect" ] && [ "$expect" != "$majmin" ]; then
-  say "WARNING: Debian $suite now has $flavor $server_version, not $expect: building $image"
+  say "WARNING: Debian $suite now has $flavor $server_version, not $expect: the image is $image"
 fi
 
 script_sum=$(sha256sum "$self" | cut -c1-16)
