@@ -7,6 +7,7 @@
 # Rebuilds only when tools/k8s changes (about 10 minutes on 2 cores the
 # first time; the Go build cache makes a rebuild quicker).
 set -euo pipefail
+# shellcheck source=scripts/k8s/common.sh
 . "$(dirname "$0")/common.sh"
 
 key=$(cat "$MODULE/go.mod" "$MODULE/go.sum" "$MODULE/pause/main.go" | sha256sum | cut -c1-16)

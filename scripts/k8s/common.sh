@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # settings used by the scripts that source this
 # Shared settings of the local Kubernetes test cluster (make k8s-up). Sourced
 # by the other scripts in this directory; see docs/kubernetes-local.md.
 

@@ -7,39 +7,47 @@
 # Keeps the build cache and the loaded images (.tools/k8s/containerd).
 # Safe to run at any time, also with nothing running.
 set -uo pipefail
+# shellcheck source=scripts/k8s/common.sh
 . "$(dirname "$0")/common.sh"
 need_root
 t0=$(now_ms)
 
 # stop <name>...: SIGTERM to the daemons of run/pids/<name>, together (each
-# takes a second or two to shut down), SIGKILL to those still running after 15 s.
+# takes a second or two to shut down), SIGKILL to those still running after
+# 10 s (the apiserver, when etcd died under it).
 stop() {
-  local name pid pids=() i
+  local name pid i left
+  declare -A pids=()
   for name in "$@"; do
     if pid_alive "$RUN/pids/$name"; then
       pid=$(cat "$RUN/pids/$name")
-      kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+      kill -TERM "$pid" 2>/dev/null && pids[$name]=$pid
     fi
     rm -f "$RUN/pids/$name"
   done
-  for ((i = 0; i < 150; i++)); do
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && break; pid=""; done
-    [ -z "${pid:-}" ] && return 0
+  for ((i = 0; i < 100; i++)); do
+    left=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ $left = 0 ] && return 0
     sleep 0.1
   done
-  for pid in "${pids[@]}"; do
-    if kill -0 "$pid" 2>/dev/null; then
-      log "$(tr '\0' ' ' </proc/"$pid"/cmdline | cut -c1-60) ($pid) did not stop: killing it"
-      kill -KILL "$pid" 2>/dev/null
+  for name in "${!pids[@]}"; do
+    if kill -0 "${pids[$name]}" 2>/dev/null; then
+      log "$name (${pids[$name]}) did not stop: killing it"
+      kill -KILL "${pids[$name]}" 2>/dev/null
     fi
   done
   sleep 0.2
 }
 
 # 1. Pods, while the kubelet runs: it stops their containers, unmounts their
-# volumes and tears down their network (CNI DEL, network namespace).
-if pid_alive "$RUN/pids/kubelet" && pid_alive "$RUN/pids/apiserver" && [ -f "$KUBECONFIG_FILE" ]; then
-  if [ -n "$(kubectl get pods --all-namespaces -o name 2>/dev/null)" ]; then
+# volumes and tears down their network (CNI DEL, network namespace). The
+# controller manager and the scheduler stop first, so that no controller
+# replaces a deleted pod.
+stop controller-manager scheduler
+if pid_alive "$RUN/pids/kubelet" && pid_alive "$RUN/pids/apiserver" && pid_alive "$RUN/pids/etcd" &&
+  [ -f "$KUBECONFIG_FILE" ]; then
+  if [ -n "$(kubectl get pods --all-namespaces -o name --request-timeout=10s 2>/dev/null)" ]; then
     t=$(now_ms)
     if kubectl delete pods --all --all-namespaces --grace-period=5 --timeout=60s >/dev/null 2>&1; then
       log "pods deleted in $(since "$t")"
@@ -48,7 +56,7 @@ if pid_alive "$RUN/pids/kubelet" && pid_alive "$RUN/pids/apiserver" && [ -f "$KU
     fi
   fi
 fi
-stop kubelet scheduler controller-manager
+stop kubelet
 
 # 2. Whatever containers are left (sandboxes included), through containerd.
 if pid_alive "$RUN/pids/containerd"; then
@@ -68,21 +76,17 @@ stop containerd apiserver etcd
 for pid in $(pgrep -f -- "containerd-shim.* -address $CTRD_SOCK( |$)" 2>/dev/null); do
   kill -KILL "$pid" 2>/dev/null
 done
-for procs in $(find /sys/fs/cgroup -path '*/kubepods*' -name cgroup.procs 2>/dev/null); do
-  for pid in $(cat "$procs" 2>/dev/null); do
-    kill -KILL "$pid" 2>/dev/null
-  done
-done
+find /sys/fs/cgroup -path '*/kubepods*' -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u |
+  while read -r pid; do kill -KILL "$pid" 2>/dev/null; done
 log "processes stopped after $(since "$t0")"
 
 # 3. Mounts: containers' root filesystems and sandboxes' /dev/shm (under
 # run/), pods' volumes (run/kubelet/root), the pods' network namespaces.
 new_netns=()
-if [ -d /run/netns ]; then
-  for ns in $(ls /run/netns); do
-    grep -qx "$ns" "$HOST_STATE/netns" 2>/dev/null || new_netns+=("/run/netns/$ns")
-  done
-fi
+for ns in /run/netns/*; do
+  [ -e "$ns" ] || continue
+  grep -qxF "${ns##*/}" "$HOST_STATE/netns" 2>/dev/null || new_netns+=("$ns")
+done
 # mount points under a prefix, deepest first (mountinfo escapes spaces as \040).
 mounts_under() {
   awk -v p="$1" '{ m = $5; gsub(/\\040/, " ", m); if (m == p || index(m, p "/") == 1) print m }' /proc/self/mountinfo |
@@ -128,10 +132,10 @@ for ipt in iptables ip6tables; do
     done
   done
 done
-# ...and nftables tables that iptables-nft created on the way and that hold
-# no rule: absent before k8s-up, absent after k8s-down.
+# ...and the iptables-nft tables (filter, nat, mangle) created on the way
+# that hold no rule: absent before k8s-up, absent after k8s-down.
 if [ -f "$HOST_STATE/nft-tables" ] && command -v nft >/dev/null 2>&1; then
-  nft list tables 2>/dev/null | while IFS= read -r t; do
+  nft list tables 2>/dev/null | grep -E '^table ip6? (filter|nat|mangle)$' | while IFS= read -r t; do
     grep -qxF "$t" "$HOST_STATE/nft-tables" && continue
     # shellcheck disable=SC2086 # "table <family> <name>"
     nft -j list $t 2>/dev/null | grep -q '"rule"' || nft delete $t

@@ -4,6 +4,7 @@
 # installed: the etcd-server package would start a system etcd service, and
 # the cluster needs neither on the host's PATH.
 set -euo pipefail
+# shellcheck source=scripts/k8s/common.sh
 . "$(dirname "$0")/common.sh"
 
 packages=(etcd-server containernetworking-plugins)
@@ -17,7 +18,7 @@ if ! apt-get download -q -o APT::Sandbox::User=root "${packages[@]}" >/dev/null 
   apt-get download -q -o APT::Sandbox::User=root "${packages[@]}" >/dev/null
 fi
 for p in "${packages[@]}"; do
-  deb=$(ls -t "$p"_*.deb | head -n1)
+  deb=$(find . -maxdepth 1 -name "${p}_*.deb" -printf '%T@ %f\n' | sort -rn | head -n1 | cut -d' ' -f2)
   log "unpacking $deb"
   dpkg-deb -x "$deb" "$ROOT"
 done

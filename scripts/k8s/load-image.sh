@@ -6,6 +6,7 @@
 # cluster already holds the same Docker image id. Loaded images stay across
 # k8s-down and k8s-up.
 set -euo pipefail
+# shellcheck source=scripts/k8s/common.sh
 . "$(dirname "$0")/common.sh"
 need_root
 

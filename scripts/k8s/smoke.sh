@@ -6,6 +6,7 @@
 # Usage: scripts/k8s/smoke.sh [IMAGE]   (default testdbd/mariadb:10.11-local,
 # which must be loaded: make k8s-load-image)
 set -euo pipefail
+# shellcheck source=scripts/k8s/common.sh
 . "$(dirname "$0")/common.sh"
 need_root
 
@@ -40,6 +41,7 @@ spec:
   terminationGracePeriodSeconds: 5
   automountServiceAccountToken: false
   enableServiceLinks: false
+  dnsPolicy: Default
   containers:
   - name: mariadbd
     image: $image

@@ -6,6 +6,7 @@
 # Idempotent: with the cluster up and healthy it only says so. A cluster
 # left half-started is stopped and cleaned first (scripts/k8s/down.sh).
 set -euo pipefail
+# shellcheck source=scripts/k8s/common.sh
 . "$(dirname "$0")/common.sh"
 need_root
 
@@ -19,8 +20,9 @@ healthy() {
   for p in etcd apiserver controller-manager scheduler containerd kubelet; do
     pid_alive "$RUN/pids/$p" || return 1
   done
-  [ "$(kubectl get --raw=/readyz 2>/dev/null)" = ok ] || return 1
-  [ "$(kubectl get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+  [ "$(kubectl get --raw=/readyz --request-timeout=5s 2>/dev/null)" = ok ] || return 1
+  [ "$(kubectl get node "$NODE_NAME" --request-timeout=5s \
+    -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
 if [ -f "$KUBECONFIG_FILE" ] && healthy; then
   log "already running: KUBECONFIG=$KUBECONFIG_FILE"
@@ -29,6 +31,12 @@ fi
 if [ -e "$RUN" ] || [ -e "$HOST_STATE" ]; then
   log "a previous cluster was left behind: cleaning it first"
   "$(dirname "$0")/down.sh"
+fi
+
+# The cluster needs the machine's kubelet-owned places to itself: another
+# kubelet's pods (cgroups named kubepods) would be taken for its own.
+if [ -n "$(find /sys/fs/cgroup -maxdepth 2 -type d -name 'kubepods*' 2>/dev/null)" ]; then
+  die "kubepods cgroups exist: another kubelet runs (or ran) here; this cluster needs the machine to itself"
 fi
 
 t0=$(now_ms)
@@ -45,7 +53,6 @@ record_host_state() {
   done >"$HOST_STATE/dirs"
   ls /run/netns 2>/dev/null >"$HOST_STATE/netns" || true
   if command -v nft >/dev/null 2>&1; then nft list tables >"$HOST_STATE/nft-tables" 2>/dev/null || true; fi
-  echo done >"$HOST_STATE/complete"
 }
 record_host_state
 
@@ -76,7 +83,10 @@ wait_for() {
 
 # --- PKI: a CA, the apiserver's serving certificate, client certificates
 # for the admin (system:masters) and the node, and the service-account keys.
-openssl_quiet() { openssl "$@" 2>/dev/null; }
+openssl_quiet() {
+  local out
+  out=$(openssl "$@" 2>&1) || { printf '%s\n' "$out" >&2; die "openssl $1 failed"; }
+}
 openssl_quiet req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
   -subj /CN=testdbd-k8s-ca -keyout "$PKI/ca.key" -out "$PKI/ca.crt"
 # cert <name> <subject> <extensions>
@@ -212,7 +222,7 @@ cat >"$RUN/cni/net.d/10-$CNI_NETWORK.conflist" <<EOF
 EOF
 start containerd containerd --config "$RUN/containerd/config.toml"
 
-apiserver_ready() { [ "$(kubectl get --raw=/readyz 2>/dev/null)" = ok ]; }
+apiserver_ready() { [ "$(kubectl get --raw=/readyz --request-timeout=5s 2>/dev/null)" = ok ]; }
 wait_for "apiserver ready" 120 apiserver_ready
 
 wait_for "containerd ready" 60 ctr version
