@@ -12,6 +12,7 @@ need_root
 
 image=${1:?usage: load-image.sh IMAGE}
 pid_alive "$RUN/pids/containerd" || die "the cluster is not running: make k8s-up first"
+command -v docker >/dev/null 2>&1 || die "loading an image needs Docker (docker save)"
 id=$(docker image inspect -f '{{ .Id }}' "$image" 2>/dev/null) ||
   die "no Docker image $image (make image builds testdbd/mariadb:10.11-local)"
 

@@ -11,7 +11,7 @@ set -euo pipefail
 need_root
 
 install_packages containerd=containerd ctr=containerd containerd-shim-runc-v2=containerd \
-  runc=runc openssl=openssl ip=iproute2 iptables=iptables
+  runc=runc openssl=openssl ip=iproute2 iptables=iptables pgrep=procps
 "$(dirname "$0")/build.sh"
 "$(dirname "$0")/fetch-debs.sh"
 
