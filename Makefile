@@ -117,3 +117,22 @@ property: deps
 .PHONY: bench
 bench: deps
 	$(GO) run ./bench --out docs $(BENCH_ARGS)
+
+## k8s-up: build (once, into .tools/k8s) and start a single-node Kubernetes
+## cluster on loopback for tests; KUBECONFIG=.tools/k8s/admin.kubeconfig.
+## k8s-down stops it and puts the host back as it was. docs/kubernetes-local.md
+.PHONY: k8s-up k8s-down k8s-load-image k8s-smoke
+k8s-up:
+	@scripts/k8s/up.sh
+
+k8s-down:
+	@scripts/k8s/down.sh
+
+## k8s-load-image: load a local Docker image into the cluster (no registry): IMAGE=...
+k8s-load-image:
+	@scripts/k8s/load-image.sh $(IMAGE)
+
+## k8s-smoke: a MariaDB pod on a memory emptyDir must get Ready and answer over TCP
+k8s-smoke: k8s-up image
+	@scripts/k8s/load-image.sh $(IMAGE)
+	@scripts/k8s/smoke.sh $(IMAGE)
