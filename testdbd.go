@@ -133,6 +133,16 @@ type Instance interface {
 	Stop(ctx context.Context) error
 }
 
+// LocalDatadir is implemented by instances whose datadir the daemon can
+// see on its own filesystem: native processes, and containers when the
+// daemon runs as root beside the container engine. Detection then watches
+// each database's directory for schema changes (see strategies).
+type LocalDatadir interface {
+	// LocalDatadir returns the datadir's path as the daemon sees it, or ""
+	// when it cannot see it.
+	LocalDatadir() string
+}
+
 // StartOptions are what a provider needs to start one server.
 type StartOptions struct {
 	// Args are the server settings as command-line options (--name=value).

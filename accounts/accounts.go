@@ -80,12 +80,23 @@ func GrantName(db string) string {
 
 // EndSessions ends every session of user and waits until they are gone, so
 // that their transactions are rolled back and their locks released. It
-// returns how many sessions there were.
-func EndSessions(ctx context.Context, conn *sql.Conn, flavor testdbd.Flavor, user string) (int, error) {
+// returns how many sessions there were. With lock, the account is locked
+// first, in the same round trip, so that no new session starts until
+// Unlock.
+func EndSessions(ctx context.Context, conn *sql.Conn, flavor testdbd.Flavor, user string, lock bool) (int, error) {
 	lit := "'" + strings.ReplaceAll(user, "'", "''") + "'"
 	var n int
+	if lock && flavor != testdbd.MariaDB {
+		if _, err := conn.ExecContext(ctx, "ALTER USER "+Quote(user)+" ACCOUNT LOCK"); err != nil {
+			return 0, fmt.Errorf("lock user %s: %w", user, err)
+		}
+	}
 	if flavor == testdbd.MariaDB {
-		res, err := conn.ExecContext(ctx, "KILL HARD CONNECTION USER "+lit)
+		q := "KILL HARD CONNECTION USER " + lit
+		if lock {
+			q = "ALTER USER " + Quote(user) + " ACCOUNT LOCK; " + q
+		}
+		res, err := conn.ExecContext(ctx, q)
 		if err != nil {
 			return 0, fmt.Errorf("end sessions of %s: %w", user, err)
 		}
@@ -127,6 +138,16 @@ func EndSessions(ctx context.Context, conn *sql.Conn, flavor testdbd.Flavor, use
 			return n, testdbd.Errorf(testdbd.ETimeout, "%d sessions of %s did not end within 30 s of KILL", left, user)
 		}
 	}
+}
+
+// Unlock lets user log in again after EndSessions locked it.
+func Unlock(ctx context.Context, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, user string) error {
+	if _, err := db.ExecContext(ctx, "ALTER USER "+Quote(user)+" ACCOUNT UNLOCK"); err != nil {
+		return fmt.Errorf("unlock user %s: %w", user, err)
+	}
+	return nil
 }
 
 // isNoSuchThread reports ER_NO_SUCH_THREAD (1094): the session ended by

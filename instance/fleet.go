@@ -57,6 +57,11 @@ type Member struct {
 	Flavor testdbd.Flavor
 	// Settings were asked for and read back when the server started.
 	Settings []testdbd.Setting
+	// Datadir is the server's datadir as the daemon sees it when its
+	// database directories can be watched for schema changes (see
+	// watchableDatadir); "" when they cannot, and DatadirWhy says why.
+	Datadir    string
+	DatadirWhy string
 
 	fleet    *Fleet
 	stopped  chan struct{} // closed when the fleet stops the server on purpose
@@ -145,7 +150,20 @@ func (f *Fleet) start(ctx context.Context) (*Member, error) {
 		_ = s.stop(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("instance %s: %w", inst.ID(), err)
 	}
+	if s.Datadir, s.DatadirWhy = watchableDatadir(inst); s.Datadir == "" {
+		f.log.Info("schema changes will be detected from the server's statement counters", "instance", inst.ID(), "why", s.DatadirWhy)
+	}
 	return s, nil
+}
+
+// DatabaseDir returns the directory of database db as the daemon sees it,
+// or "" when the datadir cannot be watched. Names are testdbd's own
+// (letters, digits, underscores), so they need no encoding.
+func (s *Member) DatabaseDir(db string) string {
+	if s.Datadir == "" {
+		return ""
+	}
+	return s.Datadir + "/" + db
 }
 
 // OpenAdmin opens a pool of administrative connections to e, with

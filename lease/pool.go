@@ -251,7 +251,7 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 	st := rep.host
 	err := rep.schema.Clone(ctx, st.DB, st.ddl, db.name)
 	if err == nil {
-		db.baseline, err = strategies.TakeBaseline(ctx, st.StatusDB, st.Flavor, st.ddl, db.name)
+		db.baseline, err = strategies.TakeBaseline(ctx, st.StatusDB, st.Flavor, st.ddl, db.name, st.DatabaseDir(db.name))
 	}
 	if err == nil {
 		err = m.prepareUser(ctx, db)
@@ -312,7 +312,7 @@ func (m *Manager) revokeUser(ctx context.Context, db *workerDB) (int, error) {
 	if err := accounts.Drop(ctx, conn, db.user); err != nil {
 		return 0, err
 	}
-	n, err := accounts.EndSessions(ctx, conn, h.Flavor, db.user)
+	n, err := accounts.EndSessions(ctx, conn, h.Flavor, db.user, false)
 	if err != nil {
 		return n, err
 	}

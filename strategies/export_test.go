@@ -4,3 +4,8 @@ package strategies
 // returns true for (nil restores it). Tests use it to prove that the
 // property test fails when detection misses something.
 func BreakDetector(ignore func(table string) bool) { brokenDetector = ignore }
+
+// BreakSchemaWatch makes resets that watch a database's directory ignore
+// what they see there (false restores it), to prove that the property test
+// fails when schema changes are missed.
+func BreakSchemaWatch(broken bool) { brokenSchemaWatch = broken }

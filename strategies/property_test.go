@@ -22,7 +22,7 @@ var (
 		"random workloads per strategy in TestPropertyResetEqualsTemplate (make property runs 2500)")
 	propertySeed  = flag.Uint64("property.seed", 0, "seed of the random workloads; 0 picks one (printed)")
 	propertyBreak = flag.String("property.break", "",
-		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers)`)
+		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it`)
 )
 
 func envInt(name string, def int) int {
@@ -45,12 +45,21 @@ func TestPropertyResetEqualsTemplate(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per strategy", seed, seed, *propertyN)
 	for _, p := range testenv.Providers() {
-		t.Run(p.Name, func(t *testing.T) { propertyRun(t, p, seed) })
+		t.Run(p.Name, func(t *testing.T) { propertyRun(t, p, seed, false) })
+		if p.Name == "native" {
+			// Schema changes detected from the server's statement counters,
+			// as where the datadir cannot be watched.
+			t.Run(p.Name+"-counters", func(t *testing.T) { propertyRun(t, p, seed, true) })
+		}
 	}
 }
 
-func propertyRun(t *testing.T, p testenv.Provider, seed uint64) {
+func propertyRun(t *testing.T, p testenv.Provider, seed uint64, counters bool) {
 	f := newFixture(t, p)
+	f.counters = counters
+	if !counters && f.srv.Datadir == "" {
+		t.Logf("the datadir cannot be watched (%s): schema changes are detected from the statement counters", f.srv.DatadirWhy)
+	}
 	for _, s := range testdbd.Strategies {
 		t.Run(s.String(), func(t *testing.T) {
 			f.t = t
@@ -61,11 +70,15 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64) {
 			for i := 0; i < *propertyN; i++ {
 				w := &randomWorkload{rng: rng, a: a, b: b, strategy: s, direct: map[string]bool{}}
 				w.run(t)
-				if *propertyBreak == "cascades" {
+				switch *propertyBreak {
+				case "cascades":
 					strategies.BreakDetector(func(table string) bool { return !w.direct[table] })
+				case "schema":
+					strategies.BreakSchemaWatch(true)
 				}
 				rep, base, err := strategies.Reset(context.Background(), *tg)
 				strategies.BreakDetector(nil)
+				strategies.BreakSchemaWatch(false)
 				if err != nil {
 					t.Fatalf("seed %d workload %d: reset: %v\nworkload:\n%s", seed, i, err, w.log.String())
 				}

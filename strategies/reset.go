@@ -12,6 +12,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/schema"
+	"golang.org/x/sys/unix"
 )
 
 // Target is one worker database to reset and what is known about it.
@@ -36,6 +37,14 @@ type Target struct {
 	Untrusted string
 	// Strategy is the strategy asked for.
 	Strategy testdbd.Strategy
+	// Dir is the worker database's directory as the daemon sees it, when
+	// the server's datadir can be watched (instance.Member.DatabaseDir).
+	// Schema changes are then detected per database: from the directory
+	// (every DDL statement on a table, view or trigger creates, renames or
+	// removes a file there) and the database's routines and events. Empty
+	// means from the server's statement counters, which also count other
+	// databases' schema changes.
+	Dir string
 }
 
 // Baseline is a worker database's state right after a reset.
@@ -43,6 +52,27 @@ type Baseline struct {
 	Tables    map[string]TableState
 	ServerDDL int64 // the server's schema-changing statements so far
 	own       mark  // the daemon's count when ServerDDL was read
+	// With Target.Dir: the database directory's identity and modification
+	// time, and a digest of the database's routines and events.
+	Dir      DirStamp
+	Routines string
+}
+
+// DirStamp identifies a directory's contents: any file created, renamed
+// or removed in it changes its modification time, and a directory made
+// anew has a new inode.
+type DirStamp struct {
+	Ino   uint64
+	Mtime unix.Timespec
+}
+
+// statDir reads dir's stamp.
+func statDir(dir string) (DirStamp, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return DirStamp{}, err
+	}
+	return DirStamp{Ino: st.Ino, Mtime: st.Mtim}, nil
 }
 
 // TableState is what the detector reads for one table.
@@ -83,10 +113,13 @@ func Reset(ctx context.Context, t Target) (testdbd.ResetReport, *Baseline, error
 }
 
 // TakeBaseline reads a freshly cloned database's state through statusDB
-// (see Target.StatusDB).
-func TakeBaseline(ctx context.Context, statusDB *sql.DB, flavor testdbd.Flavor, ddl *DDLCounter, database string) (*Baseline, error) {
-	rs := &resetter{t: Target{StatusDB: statusDB, Flavor: flavor, Database: database, DDL: ddl}}
+// (see Target.StatusDB); dir is its directory as in Target.Dir.
+func TakeBaseline(ctx context.Context, statusDB *sql.DB, flavor testdbd.Flavor, ddl *DDLCounter, database, dir string) (*Baseline, error) {
+	rs := &resetter{t: Target{StatusDB: statusDB, Flavor: flavor, Database: database, DDL: ddl, Dir: dir}}
 	obs, err := rs.observe(ctx)
+	if err == nil && obs.dirErr != nil {
+		err = obs.dirErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("baseline of %s: %w", database, err)
 	}
@@ -100,11 +133,23 @@ type resetter struct {
 	obs  *observation // what detection read
 }
 
-func (rs *resetter) run(ctx context.Context) (*Baseline, error) {
+func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 	t := rs.t
 	phase := time.Now()
 	if t.User != "" {
-		n, err := accounts.EndSessions(ctx, rs.conn, t.Flavor, t.User)
+		// Watching the directory, the account stays locked until the new
+		// baseline is read: a session started by a client that did not wait
+		// for the reset could otherwise change the schema between the
+		// restore and that reading, unseen.
+		lock := t.Dir != ""
+		n, err := accounts.EndSessions(ctx, rs.conn, t.Flavor, t.User, lock)
+		if lock {
+			defer func() {
+				if uerr := accounts.Unlock(context.WithoutCancel(ctx), rs.conn, t.User); uerr != nil && err == nil {
+					err = uerr
+				}
+			}()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -152,12 +197,16 @@ func (rs *resetter) needsFullCheck(obs *observation) string {
 		return "detector preconditions not met: " + t.Untrusted
 	case t.Baseline == nil:
 		return "no baseline for this database"
+	case t.Dir != "":
+		if why := rs.schemaChangedHere(obs); why != "" {
+			return why
+		}
 	case obs.own.unknown != t.Baseline.own.unknown || obs.own.unknown%2 == 1 || t.Baseline.own.unknown%2 == 1:
 		return "a template was built on this server since the last reset"
 	case obs.own.failed != t.Baseline.own.failed:
 		return "a batch of schema changes by testdbd failed on this server since the last reset"
 	}
-	if foreign := (obs.serverDDL - t.Baseline.ServerDDL) - (obs.own.own - t.Baseline.own.own); foreign > 0 {
+	if foreign := (obs.serverDDL - t.Baseline.ServerDDL) - (obs.own.own - t.Baseline.own.own); t.Dir == "" && foreign > 0 {
 		return fmt.Sprintf("%d schema-changing statements ran on the server since the last reset that testdbd did not run", foreign)
 	}
 	for _, tbl := range t.Schema.Tables {
@@ -177,6 +226,25 @@ func (rs *resetter) needsFullCheck(obs *observation) string {
 				return "table " + name + " was created"
 			}
 		}
+	}
+	return ""
+}
+
+// schemaChangedHere says why the database's own schema changed since the
+// baseline, watching its directory and its routines (Target.Dir), or "".
+func (rs *resetter) schemaChangedHere(obs *observation) string {
+	base := rs.t.Baseline
+	switch {
+	case brokenSchemaWatch:
+		return ""
+	case obs.dirErr != nil:
+		return "the database's directory could not be read (" + obs.dirErr.Error() + "): it was dropped?"
+	case obs.dir.Ino != base.Dir.Ino:
+		return "the database was dropped and created again"
+	case obs.dir != base.Dir:
+		return "a table, view or trigger of this database was created, altered, renamed, truncated or dropped since the last reset"
+	case obs.routines != base.Routines:
+		return "a procedure, function or event of this database was created, altered or dropped since the last reset"
 	}
 	return ""
 }
@@ -229,9 +297,14 @@ func (rs *resetter) checksums(ctx context.Context, tables []*schema.Table) (map[
 
 // baselineAfter is the baseline after restoring tables: the counters
 // detection read, with the restored tables marked unsure. Sessions were
-// ended before detection, so nothing else changed since.
+// ended before detection, so nothing else changed since. A restore may
+// have run DDL (TRUNCATE, ALTER TABLE … AUTO_INCREMENT, triggers), so a
+// watched directory is read again.
 func (rs *resetter) baselineAfter(restored []*schema.Table) *Baseline {
 	b := rs.obs.baseline()
+	if rs.t.Dir != "" && len(restored) > 0 {
+		b.Dir, _ = statDir(rs.t.Dir) // unreadable: a zero stamp makes the next reset check everything
+	}
 	for _, tbl := range restored {
 		st := b.Tables[tbl.Name]
 		st.Unknown = true
@@ -402,6 +475,10 @@ func (rs *resetter) reclone(ctx context.Context, changes []string) (*Baseline, e
 	return base, nil
 }
 
+// brokenSchemaWatch, set only by tests, makes schemaChangedHere see no
+// change, to show that the property test catches a blind watch.
+var brokenSchemaWatch bool
+
 // brokenDetector, set only by tests, makes the detector ignore the tables
 // it returns true for, to show that the property test catches a detector
 // that misses changes.
@@ -412,6 +489,9 @@ type observation struct {
 	tables    map[string]TableState
 	serverDDL int64
 	own       mark
+	routines  string   // with Target.Dir: the digest of routines and events
+	dir       DirStamp // with Target.Dir: the directory's stamp
+	dirErr    error
 }
 
 // observe reads the worker's table states and the server's DDL counters,
@@ -419,7 +499,11 @@ type observation struct {
 // read is shared with the other resets on the server that wait for one at
 // the same moment (see scan).
 func (rs *resetter) observe(ctx context.Context) (*observation, error) {
-	return rs.t.DDL.observeShared(ctx, rs.t.StatusDB, rs.t.Flavor, rs.t.Database)
+	obs, err := rs.t.DDL.observeShared(ctx, rs.t.StatusDB, rs.t.Flavor, rs.t.Database, rs.t.Dir != "")
+	if err == nil && rs.t.Dir != "" {
+		obs.dir, obs.dirErr = statDir(rs.t.Dir)
+	}
+	return obs, err
 }
 
 // readDDLStatus returns the sum of the server's schema-changing statement
@@ -455,11 +539,22 @@ func (rs *resetter) rebaseline(ctx context.Context) (*Baseline, error) {
 	if states == nil {
 		states = map[string]TableState{}
 	}
-	return &Baseline{Tables: states, ServerDDL: rs.obs.serverDDL, own: rs.obs.own}, nil
+	b := &Baseline{Tables: states, ServerDDL: rs.obs.serverDDL, own: rs.obs.own}
+	if rs.t.Dir != "" {
+		sigs, err := readRoutineDigests(ctx, rs.conn, map[string]bool{rs.t.Database: true})
+		if err != nil {
+			return nil, err
+		}
+		b.Routines = sigs[rs.t.Database]
+		if b.Dir, err = statDir(rs.t.Dir); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 func (o *observation) baseline() *Baseline {
-	return &Baseline{Tables: o.tables, ServerDDL: o.serverDDL, own: o.own}
+	return &Baseline{Tables: o.tables, ServerDDL: o.serverDDL, own: o.own, Dir: o.dir, Routines: o.routines}
 }
 
 func tableNames(ts []*schema.Table) string {

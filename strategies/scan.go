@@ -17,9 +17,12 @@ import (
 // so one walk for many databases costs about what one walk for one does),
 // and the server's DDL counters.
 type scan struct {
-	dbs       map[string]bool
+	dbs       map[string]bool // databases whose table counters are read
+	perDB     map[string]bool // those whose routines' digest is read (Target.Dir)
+	status    bool            // whether the server's DDL counters are read
 	done      chan struct{}
 	tables    map[string]map[string]TableState // by database, then table
+	routines  map[string]string                // by database
 	serverDDL int64
 	own       mark
 	err       error
@@ -28,14 +31,21 @@ type scan struct {
 // observeShared returns what a detection query read for database; the query
 // starts after the call (so it sees everything done before), possibly
 // together with other databases' resets. Both halves run on statusDB, a pool
-// the caller's connections never wait on.
-func (c *DDLCounter) observeShared(ctx context.Context, statusDB *sql.DB, flavor testdbd.Flavor, database string) (*observation, error) {
+// the caller's connections never wait on. With perDB the database's
+// routines and events are digested instead of the server's DDL counters
+// being read.
+func (c *DDLCounter) observeShared(ctx context.Context, statusDB *sql.DB, flavor testdbd.Flavor, database string, perDB bool) (*observation, error) {
 	c.smu.Lock()
 	if c.next == nil {
-		c.next = &scan{dbs: map[string]bool{}, done: make(chan struct{})}
+		c.next = &scan{dbs: map[string]bool{}, perDB: map[string]bool{}, done: make(chan struct{})}
 	}
 	s := c.next
 	s.dbs[database] = true
+	if perDB {
+		s.perDB[database] = true
+	} else {
+		s.status = true
+	}
 	if !c.scanning {
 		c.scanning = true
 		go c.runScans(statusDB, flavor)
@@ -53,7 +63,7 @@ func (c *DDLCounter) observeShared(ctx context.Context, statusDB *sql.DB, flavor
 	if tables == nil {
 		tables = map[string]TableState{}
 	}
-	return &observation{tables: tables, serverDDL: s.serverDDL, own: s.own}, nil
+	return &observation{tables: tables, serverDDL: s.serverDDL, own: s.own, routines: s.routines[database]}, nil
 }
 
 // runScans runs the pending scans one after another until none is pending.
@@ -69,24 +79,70 @@ func (c *DDLCounter) runScans(db *sql.DB, flavor testdbd.Flavor) {
 		}
 		c.smu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		s.own, s.err = c.observe(func() error { return s.run(ctx, db, flavor) })
+		if s.status {
+			// The server's counters are compared with the daemon's own
+			// count: read them with no batch of the daemon in flight.
+			s.own, s.err = c.observe(func() error { return s.run(ctx, db, flavor) })
+		} else {
+			s.err = s.run(ctx, db, flavor)
+		}
 		cancel()
 		close(s.done)
 	}
 }
 
-// run reads the tables' counters and the DDL counters at once, on two
-// connections of db.
+// run reads the tables' counters and, on a second connection of db at the
+// same time, the DDL counters and the routines' digests asked for.
 func (s *scan) run(ctx context.Context, db *sql.DB, flavor testdbd.Flavor) error {
-	status := make(chan error, 1)
+	other := make(chan error, 1)
 	go func() {
-		n, err := readDDLStatus(ctx, db)
-		s.serverDDL = n
-		status <- err
+		var err error
+		if s.status {
+			s.serverDDL, err = readDDLStatus(ctx, db)
+		}
+		if err == nil && len(s.perDB) > 0 {
+			s.routines, err = readRoutineDigests(ctx, db, s.perDB)
+		}
+		other <- err
 	}()
 	tables, err := readTableStates(ctx, db, flavor, s.dbs)
 	s.tables = tables
-	return errors.Join(err, <-status)
+	return errors.Join(err, <-other)
+}
+
+// readRoutineDigests returns, for each of dbs that has any, a digest of its
+// procedures, functions and events as MariaDB stores them (mysql.proc and
+// mysql.event): everything that defines them, so that creating, altering or
+// dropping one changes it.
+func readRoutineDigests(ctx context.Context, q queryer, dbs map[string]bool) (map[string]string, error) {
+	in := make([]string, 0, len(dbs))
+	for db := range dbs {
+		in = append(in, "'"+strings.ReplaceAll(db, "'", "''")+"'")
+	}
+	list := strings.Join(in, ",")
+	rows, err := q.QueryContext(ctx, `SET STATEMENT group_concat_max_len = 1073741824 FOR
+SELECT d, MD5(GROUP_CONCAT(x ORDER BY x SEPARATOR 0x1e)) FROM (
+  SELECT db AS d, CONCAT_WS(0x1f, 'R', type, name, param_list, returns, body, definer, sql_mode, security_type,
+    comment, is_deterministic, sql_data_access, character_set_client, collation_connection, db_collation, aggregate) AS x
+  FROM mysql.proc WHERE db IN (`+list+`)
+  UNION ALL
+  SELECT db, CONCAT_WS(0x1f, 'E', name, body, definer, execute_at, interval_value, interval_field, starts, ends, status,
+    on_completion, sql_mode, comment, originator, time_zone, character_set_client, collation_connection, db_collation)
+  FROM mysql.event WHERE db IN (`+list+`)
+) o GROUP BY d`)
+	if err != nil {
+		return nil, fmt.Errorf("read routines: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var db, digest string
+		if err := rows.Scan(&db, &digest); err != nil {
+			return nil, err
+		}
+		out[db] = digest
+	}
+	return out, rows.Err()
 }
 
 // readTableStates reads InnoDB's counters of the tables of dbs, by database

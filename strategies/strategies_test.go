@@ -39,6 +39,18 @@ type fixture struct {
 	ddl    *strategies.DDLCounter
 	schema *schema.Schema
 	want   *dbcompare.Snapshot
+	// counters makes resets detect schema changes from the server's
+	// statement counters even where the datadir can be watched.
+	counters bool
+}
+
+// dir is the database directory the fixture's resets watch ("" to use the
+// statement counters).
+func (f *fixture) dir(name string) string {
+	if f.counters {
+		return ""
+	}
+	return f.srv.DatabaseDir(name)
 }
 
 // extraMigration adds tables without AUTO_INCREMENT, a composite key with
@@ -117,7 +129,7 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { f.srv.DB.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", user)) })
-	base, err := strategies.TakeBaseline(ctx, f.srv.StatusDB, f.srv.Flavor, f.ddl, name)
+	base, err := strategies.TakeBaseline(ctx, f.srv.StatusDB, f.srv.Flavor, f.ddl, name, f.dir(name))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -135,7 +147,7 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 	dsnOf[db] = cfg.FormatDSN()
 	f.t.Cleanup(func() { db.Close() })
 	return &strategies.Target{DB: f.srv.DB, StatusDB: f.srv.StatusDB, Flavor: f.srv.Flavor, DDL: f.ddl, Schema: f.schema,
-		Database: name, User: user, Baseline: base, Strategy: strategy}, db
+		Database: name, User: user, Baseline: base, Strategy: strategy, Dir: f.dir(name)}, db
 }
 
 // reset runs a reset and keeps the new baseline.
@@ -309,86 +321,140 @@ func TestRollbackEndsOpenSessions(t *testing.T) {
 	}
 }
 
+// watchModes are the two ways schema changes are detected, where both
+// work: watching the database's directory, and the server's counters.
+func watchModes(f *fixture) []bool {
+	if f.srv.Datadir == "" {
+		return []bool{true}
+	}
+	return []bool{false, true}
+}
+
+func modeName(counters bool) string {
+	if counters {
+		return "counters"
+	}
+	return "directory"
+}
+
 // TestSchemaChangesAreUndone covers DDL by a test: every strategy notices
 // and re-creates the database.
 func TestSchemaChangesAreUndone(t *testing.T) {
 	for _, p := range testenv.Providers() {
 		t.Run(p.Name, func(t *testing.T) {
 			f := newFixture(t, p)
-			ddl := []string{
-				"TRUNCATE TABLE comments",
-				"ALTER TABLE users ADD COLUMN age INT",
-				"ALTER TABLE users ALTER COLUMN name SET DEFAULT 'anon'",
-				"DROP TABLE post_tags",
-				"CREATE TABLE scratch (id INT)",
-				"DROP TRIGGER posts_after_insert",
-				"CREATE OR REPLACE VIEW active_users AS SELECT id, email, name FROM users",
-				"DROP PROCEDURE log_action",
-				"RENAME TABLE tags TO tags_old",
-				"ANALYZE TABLE users",
-				"DROP DATABASE %s",
-			}
-			for i, stmt := range ddl {
-				s := testdbd.Strategies[i%3]
-				name := fmt.Sprintf("w_ddl_%d", i)
-				tg, db := f.worker(name, s)
-				if strings.Contains(stmt, "%s") {
-					stmt = fmt.Sprintf(stmt, name)
-				}
-				mustExec(t, db, "UPDATE users SET name = 'changed' WHERE id = 2")
-				mustExec(t, db, stmt)
-				rep := f.reset(tg)
-				if d := f.diff(name); len(d) > 0 {
-					t.Errorf("%s (%s): after reset:\n%s", stmt, s, strings.Join(d, "\n"))
-				}
-				if rep.FallbackReason == "" {
-					t.Errorf("%s: no fallback reason in %+v", stmt, rep)
-				}
-				if !strings.HasPrefix(stmt, "ANALYZE") && !strings.HasPrefix(stmt, "TRUNCATE") && len(rep.SchemaChanges) == 0 {
-					t.Errorf("%s: schema change not reported: %+v", stmt, rep)
-				}
-				// Fast path again afterwards.
-				if rep := f.reset(tg); rep.FallbackReason != "" || len(rep.TablesReset) != 0 {
-					t.Errorf("%s: reset after the repair: %+v", stmt, rep)
-				}
+			for _, counters := range watchModes(f) {
+				t.Run(modeName(counters), func(t *testing.T) {
+					f.t, f.counters = t, counters
+					schemaChangesAreUndone(t, f)
+				})
 			}
 		})
 	}
 }
 
-// TestOwnDDLIsCounted checks that the DDL counter counts the daemon's own
-// statements exactly as the server does: a clone and a restore on a quiet
-// server leave no "foreign" statements.
+func schemaChangesAreUndone(t *testing.T, f *fixture) {
+	ddl := []string{
+		"TRUNCATE TABLE comments",
+		"ALTER TABLE users ADD COLUMN age INT",
+		"ALTER TABLE users ALTER COLUMN name SET DEFAULT 'anon'",
+		"DROP TABLE post_tags",
+		"CREATE TABLE scratch (id INT)",
+		"DROP TRIGGER posts_after_insert",
+		"CREATE OR REPLACE VIEW active_users AS SELECT id, email, name FROM users",
+		"DROP PROCEDURE log_action",
+		"RENAME TABLE tags TO tags_old",
+		"ANALYZE TABLE users",
+		"DROP DATABASE %s",
+	}
+	for i, stmt := range ddl {
+		s := testdbd.Strategies[i%3]
+		name := fmt.Sprintf("w_ddl_%d_%s", i, modeName(f.counters))
+		tg, db := f.worker(name, s)
+		if strings.Contains(stmt, "%s") {
+			stmt = fmt.Sprintf(stmt, name)
+		}
+		mustExec(t, db, "UPDATE users SET name = 'changed' WHERE id = 2")
+		mustExec(t, db, stmt)
+		rep := f.reset(tg)
+		if d := f.diff(name); len(d) > 0 {
+			t.Errorf("%s (%s): after reset:\n%s", stmt, s, strings.Join(d, "\n"))
+		}
+		// ANALYZE changes only statistics: a schema change to the
+		// counters, not to the database's directory.
+		if rep.FallbackReason == "" && (f.counters || !strings.HasPrefix(stmt, "ANALYZE")) {
+			t.Errorf("%s: no fallback reason in %+v", stmt, rep)
+		}
+		if !strings.HasPrefix(stmt, "ANALYZE") && !strings.HasPrefix(stmt, "TRUNCATE") && len(rep.SchemaChanges) == 0 {
+			t.Errorf("%s: schema change not reported: %+v", stmt, rep)
+		}
+		// Fast path again afterwards.
+		if rep := f.reset(tg); rep.FallbackReason != "" || len(rep.TablesReset) != 0 {
+			t.Errorf("%s: reset after the repair: %+v", stmt, rep)
+		}
+	}
+}
+
+// TestOwnDDLIsCounted checks that the daemon's own schema changes (a clone,
+// a restore) never count as a test's: with the counters, the daemon counts
+// its statements exactly as the server does; watching the directory, they
+// are other databases' or read back after the restore. Schema changes in
+// another database count only with the counters.
 func TestOwnDDLIsCounted(t *testing.T) {
 	for _, p := range testenv.Providers() {
 		t.Run(p.Name, func(t *testing.T) {
 			f := newFixture(t, p)
-			tg, db := f.worker("w_count", testdbd.StrategyTruncate)
-			mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'x')")
-			rep := f.reset(tg)
-			if rep.FallbackReason != "" {
-				t.Fatalf("first reset fell back: %s", rep.FallbackReason)
-			}
-			tg2, db2 := f.worker("w_count2", testdbd.StrategySnapshot) // a clone between the baseline and the next check
-			mustExec(t, db2, "DELETE FROM users WHERE id = 1")
-			mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'y')")
-			if rep := f.reset(tg2); rep.FallbackReason != "" {
-				t.Errorf("snapshot reset fell back: %s", rep.FallbackReason)
-			}
-			if rep := f.reset(tg); rep.FallbackReason != "" {
-				t.Errorf("own clone counted as foreign DDL: %s", rep.FallbackReason)
-			}
-			// A statement by someone else is seen, and the full check finds this
-			// database clean.
-			mustExec(t, f.srv.DB, "CREATE DATABASE other_scratch")
-			mustExec(t, db, "INSERT INTO tags VALUES ('zz', 'z')")
-			rep = f.reset(tg)
-			if !strings.Contains(rep.FallbackReason, "schema-changing statements") || len(rep.SchemaChanges) != 0 {
-				t.Errorf("foreign DDL: %+v", rep)
-			}
-			if d := f.diff(tg.Database); len(d) > 0 {
-				t.Fatal(strings.Join(d, "\n"))
+			for _, counters := range watchModes(f) {
+				t.Run(modeName(counters), func(t *testing.T) {
+					f.t, f.counters = t, counters
+					ownDDLIsCounted(t, f)
+				})
 			}
 		})
+	}
+}
+
+func ownDDLIsCounted(t *testing.T, f *fixture) {
+	m := modeName(f.counters)
+	tg, db := f.worker("w_count_"+m, testdbd.StrategyTruncate)
+	mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'x')")
+	rep := f.reset(tg)
+	if rep.FallbackReason != "" {
+		t.Fatalf("first reset fell back: %s", rep.FallbackReason)
+	}
+	tg2, db2 := f.worker("w_count2_"+m, testdbd.StrategySnapshot) // a clone between the baseline and the next check
+	mustExec(t, db2, "DELETE FROM users WHERE id = 1")
+	mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'y')")
+	if rep := f.reset(tg2); rep.FallbackReason != "" {
+		t.Errorf("snapshot reset fell back: %s", rep.FallbackReason)
+	}
+	if rep := f.reset(tg); rep.FallbackReason != "" {
+		t.Errorf("own clone counted as foreign DDL: %s", rep.FallbackReason)
+	}
+	// A statement by someone else in another database: the counters
+	// see it (and the full check finds this database clean); the
+	// directory does not.
+	mustExec(t, f.srv.DB, "CREATE DATABASE other_scratch_"+m)
+	mustExec(t, f.srv.DB, "CREATE TABLE other_scratch_"+m+".t (id INT)")
+	mustExec(t, db, "INSERT INTO tags VALUES ('zz', 'z')")
+	rep = f.reset(tg)
+	if f.counters {
+		if !strings.Contains(rep.FallbackReason, "schema-changing statements") || len(rep.SchemaChanges) != 0 {
+			t.Errorf("foreign DDL: %+v", rep)
+		}
+	} else if rep.FallbackReason != "" {
+		t.Errorf("another database's DDL made this reset fall back: %+v", rep)
+	}
+	if d := f.diff(tg.Database); len(d) > 0 {
+		t.Fatal(strings.Join(d, "\n"))
+	}
+	// This lease's own DDL is seen either way, and named.
+	mustExec(t, db, "CREATE INDEX by_title ON posts (title)")
+	rep = f.reset(tg)
+	if rep.FallbackReason == "" || !strings.Contains(strings.Join(rep.SchemaChanges, ","), "table posts was altered") {
+		t.Errorf("own DDL: %+v", rep)
+	}
+	if d := f.diff(tg.Database); len(d) > 0 {
+		t.Fatal(strings.Join(d, "\n"))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ type Container struct {
 	port        int
 	password    string
 	onTmpfs     bool // the datadir is a tmpfs mount, as the container's inspect data says
+	pid         int  // the server's process id on the engine's host
 	started     time.Time
 	startup     time.Duration
 
@@ -134,6 +136,9 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	ins, err := p.cli.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("inspect container: %w", err)
+	}
+	if ins.Container.State != nil {
+		s.pid = ins.Container.State.Pid
 	}
 	if s.onTmpfs = tmpfsAt(ins.Container, Datadir); !s.onTmpfs {
 		return nil, testdbd.Errorf(testdbd.EInternal, "container %s: its datadir %s is not a tmpfs mount", shortID(s.containerID), Datadir)
@@ -236,6 +241,20 @@ func (s *Container) Admin() testdbd.Endpoint {
 
 // ClientAddr returns the loopback TCP address handed to leases.
 func (s *Container) ClientAddr() (string, int) { return "127.0.0.1", s.port }
+
+// LocalDatadir returns the container's datadir as seen through the server
+// process's root (/proc/<pid>/root/var/lib/mysql) when the daemon runs as
+// root on the engine's host and can see it there; "" otherwise.
+func (s *Container) LocalDatadir() string {
+	if os.Geteuid() != 0 || s.pid <= 0 {
+		return ""
+	}
+	dir := fmt.Sprintf("/proc/%d/root%s", s.pid, Datadir)
+	if _, err := os.Stat(dir); err != nil {
+		return ""
+	}
+	return dir
+}
 
 // ContainerID returns the container's id.
 func (s *Container) ContainerID() string { return s.containerID }

@@ -228,8 +228,12 @@ func (s *Process) kill() {
 	}
 }
 
-func (s *Process) datadir() string  { return filepath.Join(s.rec.Root, "data") }
-func (s *Process) errorLog() string { return filepath.Join(s.dir, "error.log") }
+func (s *Process) datadir() string { return filepath.Join(s.rec.Root, "data") }
+
+// LocalDatadir returns the datadir: the daemon started the process on its
+// own filesystem.
+func (s *Process) LocalDatadir() string { return s.datadir() }
+func (s *Process) errorLog() string     { return filepath.Join(s.dir, "error.log") }
 
 func (s *Process) logTail() string {
 	b, _ := os.ReadFile(s.errorLog())
