@@ -27,9 +27,21 @@ type Account struct {
 // random password and ALL PRIVILEGES on database (no GRANT OPTION, nothing
 // on any other schema). db must be an administrative pool.
 func Create(ctx context.Context, db *sql.DB, prefix, database string) (Account, error) {
+	return create(ctx, db, prefix, database, "")
+}
+
+// CreateOwner makes a database's owner: an account like Create's that
+// cannot log in (ACCOUNT LOCK). It is the definer of the database's views,
+// triggers, routines and events, which then run with its privileges: on
+// that database only.
+func CreateOwner(ctx context.Context, db *sql.DB, prefix, database string) (Account, error) {
+	return create(ctx, db, prefix, database, " ACCOUNT LOCK")
+}
+
+func create(ctx context.Context, db *sql.DB, prefix, database, options string) (Account, error) {
 	a := Account{User: prefix + random.String(12, random.LowerAlnum), Password: random.String(24, random.Alnum), Database: database}
-	q := fmt.Sprintf("CREATE USER %s IDENTIFIED BY '%s'; GRANT ALL PRIVILEGES ON %s.* TO %s",
-		Quote(a.User), a.Password, GrantName(database), Quote(a.User))
+	q := fmt.Sprintf("CREATE USER %s IDENTIFIED BY '%s'%s; GRANT ALL PRIVILEGES ON %s.* TO %s",
+		Quote(a.User), a.Password, options, GrantName(database), Quote(a.User))
 	if _, err := db.ExecContext(ctx, q); err != nil {
 		_ = Drop(context.WithoutCancel(ctx), db, a.User)
 		return Account{}, fmt.Errorf("create user for %s: %w", database, err)

@@ -397,7 +397,7 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 func (m *Manager) targetLocked(db *workerDB, user string, s testdbd.Strategy) strategies.Target {
 	st := db.rep.host
 	return strategies.Target{DB: st.DB, StatusDB: st.StatusDB, Flavor: st.Flavor, DDL: st.ddl, Schema: db.rep.schema,
-		Database: db.name, User: user, Baseline: db.baseline, Untrusted: st.untrusted(), Strategy: s, Dir: st.DatabaseDir(db.name)}
+		Database: db.name, User: user, Baseline: db.baseline, Untrusted: st.untrusted(), Strategy: s, Dir: st.DatabaseDir(db.name), Owner: db.owner}
 }
 
 // runReset runs one reset, records its baseline and metrics. db's operation

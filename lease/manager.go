@@ -28,6 +28,9 @@ const (
 	DefaultPerInstance  = 32
 	DefaultMaxDatabases = 64
 	DefaultIdleTrim     = time.Minute
+	DefaultBuildTimeout = 10 * time.Minute
+	DefaultMaxBuild     = time.Hour
+	DefaultMaxBuilds    = 2
 )
 
 // Config configures a Manager.
@@ -44,6 +47,12 @@ type Config struct {
 	MaxWait           time.Duration
 	Registerer        prometheus.Registerer // nil means no metrics
 	Logger            *slog.Logger
+	// BuildTimeout bounds a template's build (its migrations and seed) when
+	// the request gives no limit; MaxBuildTimeout is the longest a request
+	// may ask for. MaxBuilds is how many builds run at once; others wait.
+	BuildTimeout    time.Duration
+	MaxBuildTimeout time.Duration
+	MaxBuilds       int
 	// IdleTrim drops ready databases beyond a pool's target once they have
 	// been idle this long (a burst of demand grows pools; this shrinks them
 	// back). 0 means DefaultIdleTrim.
@@ -65,6 +74,8 @@ type Manager struct {
 	bgMu     sync.Mutex // orders wg.Add before Close's wg.Wait
 	bgClosed bool
 	kick     chan struct{} // wakes the pool filler
+	// buildSlots holds a token per template build running (MaxBuilds).
+	buildSlots chan struct{}
 
 	mu        sync.Mutex
 	closed    bool
@@ -92,13 +103,17 @@ func New(cfg Config) *Manager {
 	positive(&cfg.DefaultWait, DefaultWait)
 	positive(&cfg.MaxWait, DefaultMaxWait)
 	positive(&cfg.IdleTrim, DefaultIdleTrim)
+	positive(&cfg.BuildTimeout, DefaultBuildTimeout)
+	positive(&cfg.MaxBuildTimeout, DefaultMaxBuild)
+	positive(&cfg.MaxBuilds, DefaultMaxBuilds)
+	cfg.MaxBuildTimeout = max(cfg.MaxBuildTimeout, cfg.BuildTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
 		cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet, stats: stats.New(cfg.Registerer),
-		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
+		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), buildSlots: make(chan struct{}, cfg.MaxBuilds),
 		templates: map[string]*template{}, hosts: map[string]*host{},
 		leases: map[string]*lease{}, ended: map[string]*lease{},
 	}

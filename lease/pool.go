@@ -183,7 +183,8 @@ func (m *Manager) startCreateLocked(t *template, rep *replica) {
 func (m *Manager) startReplicaLocked(t *template, st *host) {
 	t.building[st.ID()] = true
 	m.jobs++
-	m.goBackground(func(ctx context.Context) {
+	m.goBackground(func(context.Context) {
+		ctx := t.ctx
 		m.log.Info("building a template replica", "template", t.name, "instance", st.ID())
 		_, err := m.buildReplica(ctx, t, st, false)
 		m.mu.Lock()
@@ -249,7 +250,11 @@ func (m *Manager) registerDBLocked(t *template, rep *replica) *workerDB {
 func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 	rep := db.rep
 	st := rep.host
-	err := rep.schema.Clone(ctx, st.DB, st.ddl, db.name)
+	owner, err := accounts.CreateOwner(ctx, st.DB, "tdbo_", db.name)
+	if err == nil {
+		db.owner = owner.User
+		err = rep.schema.Clone(ctx, st.DB, st.ddl, db.name, db.owner)
+	}
 	if err == nil {
 		db.baseline, err = strategies.TakeBaseline(ctx, st.StatusDB, st.Flavor, st.ddl, db.name, st.DatabaseDir(db.name))
 	}
@@ -264,13 +269,7 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 	if err != nil {
 		m.removeDBLocked(db)
 		if !isCanceled(err) {
-			user := db.user
-			m.goBackground(func(ctx context.Context) {
-				if user != "" {
-					_ = accounts.Drop(ctx, st.DB, user)
-				}
-				_ = schema.Drop(ctx, st.DB, st.ddl, db.name)
-			})
+			m.dropDatabase(st, db.name, "creating it failed", db.user, db.owner)
 		}
 		m.reapLocked(db.tpl)
 		return fmt.Errorf("create %s: %w", db.name, err)
@@ -363,13 +362,20 @@ func (m *Manager) removeDBLocked(db *workerDB) {
 // background.
 func (m *Manager) dropDBLocked(db *workerDB, why string) {
 	m.removeDBLocked(db)
-	st, name, user := db.rep.host, db.name, db.user
+	m.dropDatabase(db.rep.host, db.name, why, db.user, db.owner)
+}
+
+// dropDatabase drops database name on st and the accounts given (its
+// lease's user, its owner), in the background; nothing when st is dead.
+func (m *Manager) dropDatabase(st *host, name, why string, users ...string) {
 	if st.dead {
 		return
 	}
 	m.goBackground(func(ctx context.Context) {
-		if user != "" {
-			_ = accounts.Drop(ctx, st.DB, user)
+		for _, u := range users {
+			if u != "" {
+				_ = accounts.Drop(ctx, st.DB, u)
+			}
 		}
 		if err := schema.Drop(ctx, st.DB, st.ddl, name); err != nil && !isCanceled(err) {
 			m.log.Warn("drop database", "database", name, "why", why, "err", err)

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -28,6 +29,13 @@ type template struct {
 	result    migrations.Result
 	poolSize  int
 	retired   bool
+	// buildTimeout bounds each build of the template database
+	// (templates.BuildOptions.Timeout).
+	buildTimeout time.Duration
+	// ctx is canceled, with the reason, when the template is deleted or
+	// replaced or the daemon stops: its builds stop.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	replicas map[string]*replica // by instance id
 	building map[string]bool     // replicas being built, by instance id
@@ -40,6 +48,7 @@ type template struct {
 type replica struct {
 	host   *host
 	db     string
+	owner  string // the template database's owner (templates.Built.Owner)
 	schema *schema.Schema
 }
 
@@ -59,6 +68,7 @@ type workerDB struct {
 	state      string
 	user       string // the MySQL user prepared for (or held by) the lease
 	password   string
+	owner      string // the database's owner, the definer of its objects (accounts.CreateOwner)
 	baseline   *strategies.Baseline
 	lastWorker string
 	lastUsed   time.Time
@@ -93,6 +103,14 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (te
 	if poolSize == 0 {
 		poolSize = m.cfg.PoolSize
 	}
+	buildTimeout := req.BuildTimeout
+	switch {
+	case buildTimeout < 0 || buildTimeout > m.cfg.MaxBuildTimeout:
+		return templates.Info{}, testdbd.Errorf(testdbd.EInvalid, "build_timeout_seconds %d: use 0 (the default, %d) up to %d (--max-build-timeout)",
+			int(buildTimeout.Seconds()), int(m.cfg.BuildTimeout.Seconds()), int(m.cfg.MaxBuildTimeout.Seconds()))
+	case buildTimeout == 0:
+		buildTimeout = m.cfg.BuildTimeout
+	}
 
 	m.mu.Lock()
 	if m.closed {
@@ -108,14 +126,16 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (te
 		}
 	default:
 		if t != nil {
-			m.retireLocked(t)
+			m.retireLocked(t, fmt.Sprintf("template %s was replaced by a build of other migrations", t.name))
 		}
 		t = &template{name: req.Name, hash: hash, src: src, state: templates.Building, done: make(chan struct{}),
-			created: time.Now(), poolSize: poolSize, replicas: map[string]*replica{}, building: map[string]bool{}}
+			created: time.Now(), poolSize: poolSize, buildTimeout: buildTimeout,
+			replicas: map[string]*replica{}, building: map[string]bool{}}
+		t.ctx, t.cancel = context.WithCancelCause(m.ctx)
 		m.templates[req.Name] = t
 		m.builds++
 		m.log.Info("building template", "template", t.name, "hash", templates.Short(hash), "migrations", len(files))
-		m.goBackground(func(ctx context.Context) { m.buildFirst(ctx, t) })
+		m.goBackground(func(context.Context) { m.buildFirst(t.ctx, t) })
 	}
 	m.mu.Unlock()
 
@@ -189,11 +209,24 @@ func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first
 	m.mu.Lock()
 	name := fmt.Sprintf("tdb_%s_t%d", templates.Short(t.hash), m.nextSeq())
 	m.mu.Unlock()
-	built, err := templates.Build(ctx, st.Member, st.ddl, name, t.src, m.log.With("template", t.name))
+	waitStart := time.Now()
+	select {
+	case m.buildSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for one of the --max-builds=%d builds to end: %w", cap(m.buildSlots), context.Cause(ctx))
+	}
+	if first {
+		m.mu.Lock()
+		t.build.Provision += time.Since(waitStart)
+		m.mu.Unlock()
+	}
+	built, err := templates.Build(ctx, st.Member, st.ddl, name, t.src,
+		templates.BuildOptions{Timeout: t.buildTimeout, Log: m.log.With("template", t.name)})
+	<-m.buildSlots
 	if err != nil {
 		return nil, err
 	}
-	rep := &replica{host: st, db: name, schema: built.Schema}
+	rep := &replica{host: st, db: name, owner: built.Owner, schema: built.Schema}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if st.dead {
@@ -210,9 +243,10 @@ func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first
 
 // retireLocked takes a template out of the name map: its ready databases
 // are dropped now, the rest when their leases end.
-func (m *Manager) retireLocked(t *template) {
+func (m *Manager) retireLocked(t *template, why string) {
 	delete(m.templates, t.name)
 	t.retired = true
+	t.cancel(errors.New(why))
 	for _, w := range t.waiters {
 		w.reason = fmt.Sprintf("template %s was replaced by a new build", t.name)
 		close(w.gone)
@@ -239,11 +273,7 @@ func (m *Manager) reapLocked(t *template) {
 	for id, rep := range t.replicas {
 		delete(t.replicas, id)
 		rep.host.tables -= len(rep.schema.Tables)
-		st, name := rep.host, rep.db
-		if st.dead {
-			continue
-		}
-		m.goBackground(func(ctx context.Context) { _ = schema.Drop(ctx, st.DB, st.ddl, name) })
+		m.dropDatabase(rep.host, rep.db, "template retired", rep.owner)
 	}
 	for i, x := range m.retired {
 		if x == t {
@@ -304,7 +334,7 @@ func (m *Manager) DeleteTemplate(ctx context.Context, name string, force bool) (
 		m.endLeaseLocked(l, LeaseReleased, "template "+name+" was deleted")
 	}
 	info := m.templateInfoLocked(t)
-	m.retireLocked(t)
+	m.retireLocked(t, "template "+name+" was deleted")
 	m.mu.Unlock()
 	m.log.Info("template deleted", "template", name, "leases_ended", len(held))
 	return info, nil

@@ -42,7 +42,7 @@ func build(t *testing.T, srv *instance.Member, name string, src migrations.Sourc
 	if err != nil {
 		return nil, res, err
 	}
-	s, err := schema.Capture(ctx, srv.DB, name)
+	s, err := schema.Capture(ctx, srv.DB, name, "")
 	if err != nil {
 		t.Fatalf("capture: %v", err)
 	}
@@ -114,7 +114,7 @@ func TestCloneEqualsTemplate(t *testing.T) {
 				t.Fatalf("template snapshot has %d objects, want 13", len(want.Objects))
 			}
 			ctx := context.Background()
-			if err := s.Clone(ctx, srv.DB, &strategies.DDLCounter{}, "w_example"); err != nil {
+			if err := s.Clone(ctx, srv.DB, &strategies.DDLCounter{}, "w_example", ""); err != nil {
 				t.Fatal(err)
 			}
 			assertEqual(t, want, snapshot(t, srv, "w_example"))
@@ -172,7 +172,7 @@ func TestStandardWorkload(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					errs[i] = s.Clone(context.Background(), srv.DB, &strategies.DDLCounter{}, fmt.Sprintf("w_std_%d", i))
+					errs[i] = s.Clone(context.Background(), srv.DB, &strategies.DDLCounter{}, fmt.Sprintf("w_std_%d", i), "")
 				}()
 			}
 			wg.Wait()
@@ -211,7 +211,7 @@ func TestCompareSeesDifferences(t *testing.T) {
 	for what, stmt := range changes {
 		i++
 		name := fmt.Sprintf("w_cmp_%d", i)
-		if err := s.Clone(ctx, srv.DB, &strategies.DDLCounter{}, name); err != nil {
+		if err := s.Clone(ctx, srv.DB, &strategies.DDLCounter{}, name, ""); err != nil {
 			t.Fatal(err)
 		}
 		conn, _ := srv.DB.Conn(ctx)

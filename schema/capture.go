@@ -14,6 +14,7 @@ import (
 // worker database that equals it, and to restore any table of one.
 type Schema struct {
 	Database  string // the template database
+	Owner     string // the account captured as OwnerDefiner, or ""
 	Charset   string // its default character set
 	Collation string // its default collation
 	Tables    []*Table
@@ -77,22 +78,35 @@ func (s *Schema) Objects() []Object {
 	return all
 }
 
+// OwnerDefiner stands, in a captured object's CREATE statement, for the
+// DEFINER clause naming the database's owner (see Capture); a clone writes
+// its own owner there.
+const OwnerDefiner = "DEFINER=<owner>"
+
+// definerClause is the DEFINER clause SHOW CREATE prints for account
+// owner@'%' (owners are testdbd's generated names: no quoting needed).
+func definerClause(owner string) string { return "DEFINER=`" + owner + "`@`%`" }
+
 // Capture reads the definition of database schema through db (admin
 // privileges). The session's default database is switched to schema on the
-// connection it uses, so that views come out unqualified.
-func Capture(ctx context.Context, db *sql.DB, schema string) (*Schema, error) {
+// connection it uses, so that views come out unqualified. owner, when not
+// empty, is the account that owns the database's views, triggers, routines
+// and events (their definer, with privileges on this database only): its
+// DEFINER clauses are captured as OwnerDefiner, so that every clone names
+// its own owner and a definer that is not the owner shows as a difference.
+func Capture(ctx context.Context, db *sql.DB, schema, owner string) (*Schema, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	return CaptureConn(ctx, conn, schema)
+	return CaptureConn(ctx, conn, schema, owner)
 }
 
 // CaptureConn is Capture on a connection the caller holds (it switches the
 // connection's default database to schema).
-func CaptureConn(ctx context.Context, conn *sql.Conn, schema string) (*Schema, error) {
-	s := &Schema{Database: schema, byName: map[string]*Table{}}
+func CaptureConn(ctx context.Context, conn *sql.Conn, schema, owner string) (*Schema, error) {
+	s := &Schema{Database: schema, Owner: owner, byName: map[string]*Table{}}
 	if _, err := conn.ExecContext(ctx, "USE "+Quote(schema)); err != nil {
 		return nil, fmt.Errorf("capture %s: %w", schema, err)
 	}
@@ -118,6 +132,13 @@ func CaptureConn(ctx context.Context, conn *sql.Conn, schema string) (*Schema, e
 	for _, step := range steps {
 		if err := step.fn(ctx, conn); err != nil {
 			return nil, fmt.Errorf("capture %s: %s: %w", schema, step.what, err)
+		}
+	}
+	if owner != "" {
+		for _, objs := range [][]Object{s.Views, s.Triggers, s.Routines, s.Events} {
+			for i := range objs {
+				objs[i].Create = strings.ReplaceAll(objs[i].Create, definerClause(owner), OwnerDefiner)
+			}
 		}
 	}
 	s.linkTriggers()

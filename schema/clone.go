@@ -25,9 +25,12 @@ const ResetSession = "SET SESSION FOREIGN_KEY_CHECKS = 1, sql_mode = DEFAULT; SE
 // order), triggers (after the rows, so they do not fire), routines and
 // events, each object under the sql_mode it was created with.
 //
+// owner is the target's owner, named as the definer where the template
+// names its own (OwnerDefiner).
+//
 // It also returns how many schema-changing statements the batch holds (see
 // strategies.DDLCounter).
-func (s *Schema) CloneSQL(target string) (string, int, error) {
+func (s *Schema) CloneSQL(target, owner string) (string, int, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE DATABASE %s CHARACTER SET %s COLLATE %s;\n", Quote(target), s.Charset, s.Collation)
 	fmt.Fprintf(&b, "USE %s;\n", Quote(target))
@@ -43,28 +46,45 @@ func (s *Schema) CloneSQL(target string) (string, int, error) {
 		}
 	}
 	for _, v := range s.Views {
-		b.WriteString(v.Create)
+		create, err := withOwner(v, owner)
+		if err != nil {
+			return "", 0, err
+		}
+		b.WriteString(create)
 		b.WriteString(";\n")
 	}
-	if err := WriteObjects(&b, s.Triggers); err != nil {
-		return "", 0, err
-	}
-	if err := WriteObjects(&b, s.Routines); err != nil {
-		return "", 0, err
-	}
-	if err := WriteObjects(&b, s.Events); err != nil {
-		return "", 0, err
+	for _, objs := range [][]Object{s.Triggers, s.Routines, s.Events} {
+		if err := WriteObjects(&b, objs, owner); err != nil {
+			return "", 0, err
+		}
 	}
 	b.WriteString(ResetSession)
 	ddl := 1 + len(s.Tables) + len(s.Views) + len(s.Triggers) + len(s.Routines) + len(s.Events)
 	return b.String(), ddl, nil
 }
 
+// withOwner returns o's CREATE statement with owner as its definer where
+// the capture put OwnerDefiner.
+func withOwner(o Object, owner string) (string, error) {
+	if !strings.Contains(o.Create, OwnerDefiner) {
+		return o.Create, nil
+	}
+	if owner == "" {
+		return "", fmt.Errorf("%s %s: the database's owner is needed as its definer", strings.ToLower(o.Kind), o.Name)
+	}
+	return strings.Replace(o.Create, OwnerDefiner, definerClause(owner), 1), nil
+}
+
 // WriteObjects writes the CREATE statements of objs to b, each under the
-// sql_mode and collation it was created with. The session's default
-// database must be the target.
-func WriteObjects(b *strings.Builder, objs []Object) error {
+// sql_mode and collation it was created with and with owner as the
+// definer where the capture named the database's owner. The session's
+// default database must be the target.
+func WriteObjects(b *strings.Builder, objs []Object, owner string) error {
 	for _, o := range objs {
+		create, err := withOwner(o, owner)
+		if err != nil {
+			return err
+		}
 		mode, err := settingLiteral(o.SQLMode)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", strings.ToLower(o.Kind), o.Name, err)
@@ -79,7 +99,7 @@ func WriteObjects(b *strings.Builder, objs []Object) error {
 		}
 		b.WriteString(set)
 		b.WriteString(";\n")
-		b.WriteString(o.Create)
+		b.WriteString(create)
 		b.WriteString(";\n")
 	}
 	return nil
@@ -100,10 +120,11 @@ type Execer interface {
 	}, ddl int, query string) error
 }
 
-// Clone creates database target from the template in one round trip
-// through run. On failure it drops the half-made database.
-func (s *Schema) Clone(ctx context.Context, db *sql.DB, run Execer, target string) error {
-	q, ddl, err := s.CloneSQL(target)
+// Clone creates database target, owned by owner (see CloneSQL), from the
+// template in one round trip through run. On failure it drops the
+// half-made database.
+func (s *Schema) Clone(ctx context.Context, db *sql.DB, run Execer, target, owner string) error {
+	q, ddl, err := s.CloneSQL(target, owner)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func standardFixture(b *testing.B, tables int) *fixture {
 		b.Fatal(err)
 	}
 	f := &fixture{t: b, srv: srv, ddl: &strategies.DDLCounter{}}
-	if f.schema, err = schema.Capture(ctx, srv.DB, "tpl"); err != nil {
+	if f.schema, err = schema.Capture(ctx, srv.DB, "tpl", ""); err != nil {
 		b.Fatal(err)
 	}
 	return f
@@ -137,7 +137,7 @@ func BenchmarkReset(b *testing.B) {
 				return time.Since(start), err
 			},
 		}
-		if err := f.schema.Clone(ctx, f.srv.DB, f.ddl, "w_floor"); err != nil {
+		if err := f.schema.Clone(ctx, f.srv.DB, f.ddl, "w_floor", ""); err != nil {
 			b.Fatal(err)
 		}
 		for _, name := range []string{"round-trip", "rollback", "detect-query", "restore-5-known"} {

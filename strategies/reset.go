@@ -37,6 +37,10 @@ type Target struct {
 	Untrusted string
 	// Strategy is the strategy asked for.
 	Strategy testdbd.Strategy
+	// Owner is the worker database's owner: the account named as the
+	// definer of its views, triggers, routines and events (see
+	// schema.Capture); empty when the template has none.
+	Owner string
 	// Dir is the worker database's directory as the daemon sees it, when
 	// the server's datadir can be watched (instance.Member.DatabaseDir).
 	// Schema changes are then detected per database: from the directory
@@ -397,7 +401,7 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	}
 	if len(triggers) > 0 {
 		fmt.Fprintf(&b, "USE %s;\n", db)
-		if err := schema.WriteObjects(&b, triggers); err != nil {
+		if err := schema.WriteObjects(&b, triggers, rs.t.Owner); err != nil {
 			return nil, err
 		}
 		ddl += len(triggers)
@@ -417,7 +421,7 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 func (rs *resetter) fullCheck(ctx context.Context, why string) (*Baseline, error) {
 	phase := time.Now()
 	rs.r.FallbackReason = why + "; checked every table"
-	worker, err := schema.CaptureConn(ctx, rs.conn, rs.t.Database)
+	worker, err := schema.CaptureConn(ctx, rs.conn, rs.t.Database, rs.t.Owner)
 	var changes []string
 	if err != nil {
 		changes = []string{"database " + rs.t.Database + " could not be read (" + err.Error() + ")"}
@@ -456,7 +460,7 @@ func (rs *resetter) reclone(ctx context.Context, changes []string) (*Baseline, e
 	if rs.r.Strategy == testdbd.StrategyRollback {
 		rs.r.Strategy = testdbd.StrategySnapshot
 	}
-	q, ddl, err := rs.t.Schema.CloneSQL(rs.t.Database)
+	q, ddl, err := rs.t.Schema.CloneSQL(rs.t.Database, rs.t.Owner)
 	if err != nil {
 		return nil, err
 	}

@@ -15,12 +15,14 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/internal/dbcompare"
 	"github.com/testdbd/testdbd/internal/testenv"
 	"github.com/testdbd/testdbd/migrations"
 	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
+	"github.com/testdbd/testdbd/templates"
 )
 
 func TestMain(m *testing.M) {
@@ -92,21 +94,14 @@ func newFixture(t testing.TB, p testenv.Provider) *fixture {
 	}
 	files = append(files, migrations.File{Name: "00004_extra.sql", Content: []byte(extraMigration)})
 	ctx := context.Background()
-	if _, err := srv.DB.ExecContext(ctx, "CREATE DATABASE tpl"); err != nil {
-		t.Fatal(err)
-	}
-	db, err := instance.OpenDatabase(srv.Admin(), "tpl", 2)
+	f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}}
+	// Built as testdbd builds templates: as the template database's owner,
+	// the definer of its objects.
+	built, err := templates.Build(ctx, srv, f.ddl, "tpl", migrations.Source{Files: files}, templates.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if _, err := migrations.Run(ctx, db, migrations.Source{Files: files}, nil); err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}}
-	if f.schema, err = schema.Capture(ctx, srv.DB, "tpl"); err != nil {
-		t.Fatal(err)
-	}
+	f.schema = built.Schema
 	if f.want, err = dbcompare.Take(ctx, srv.DB, "tpl"); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +114,12 @@ func newFixture(t testing.TB, p testenv.Provider) *fixture {
 func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Target, *sql.DB) {
 	f.t.Helper()
 	ctx := context.Background()
-	if err := f.schema.Clone(ctx, f.srv.DB, f.ddl, name); err != nil {
+	owner, err := accounts.CreateOwner(ctx, f.srv.DB, "tdbo_", name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { _ = accounts.Drop(context.Background(), f.srv.DB, owner.User) })
+	if err := f.schema.Clone(ctx, f.srv.DB, f.ddl, name, owner.User); err != nil {
 		f.t.Fatal(err)
 	}
 	user := "u_" + name
@@ -147,7 +147,7 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 	dsnOf[db] = cfg.FormatDSN()
 	f.t.Cleanup(func() { db.Close() })
 	return &strategies.Target{DB: f.srv.DB, StatusDB: f.srv.StatusDB, Flavor: f.srv.Flavor, DDL: f.ddl, Schema: f.schema,
-		Database: name, User: user, Baseline: base, Strategy: strategy, Dir: f.dir(name)}, db
+		Database: name, User: user, Baseline: base, Strategy: strategy, Dir: f.dir(name), Owner: owner.User}, db
 }
 
 // reset runs a reset and keeps the new baseline.

@@ -2,55 +2,158 @@ package templates
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/migrations"
 	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
 )
 
+// BuildOptions tune one build.
+type BuildOptions struct {
+	// Timeout bounds the migrations and the seed; 0 means none. When it
+	// passes, the running statement is killed and the build fails with
+	// ETimeout naming the limit.
+	Timeout time.Duration
+	Log     *slog.Logger
+}
+
 // Built is a template database built on one instance.
 type Built struct {
 	Database string
-	Schema   *schema.Schema
-	Result   migrations.Result
-	Capture  time.Duration
+	// Owner is the account that ran the migrations and the seed: all
+	// privileges on the template database and nothing else. It stays, locked,
+	// as the definer of the database's views, triggers, routines and events
+	// (schema.Capture names it as the owner); drop it with the database.
+	Owner   string
+	Schema  *schema.Schema
+	Result  migrations.Result
+	Capture time.Duration
 }
 
 // Build creates database on inst and builds the template of src in it: the
-// migrations, then the seed, then a capture of the definition. ddl is the
-// instance's DDL accounting: creating and dropping the database are
-// counted, the migrations run as uncounted work. On failure the database is
-// dropped; a failure of the user's migrations or seed is a
-// *migrations.BuildError.
-func Build(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database string, src migrations.Source, log *slog.Logger) (*Built, error) {
+// migrations, then the seed, run as a new account with privileges on that
+// database only (no FILE, no other schema, no GRANT), then a capture of the
+// definition. ddl is the instance's DDL accounting: creating and dropping
+// the database are counted, the migrations run as uncounted work.
+//
+// Canceling ctx (the template was deleted or replaced, the daemon stops)
+// or passing opts.Timeout kills the build's statement on the server. On
+// failure the database and the account are dropped; a failure of the
+// user's migrations or seed is a *migrations.BuildError.
+func Build(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database string, src migrations.Source, opts BuildOptions) (_ *Built, err error) {
 	if err := ddl.Exec(ctx, inst.DB, 1, "CREATE DATABASE "+schema.Quote(database)); err != nil {
 		return nil, fmt.Errorf("create template database: %w", err)
 	}
-	fail := func(err error) (*Built, error) {
+	owner, err := accounts.Create(ctx, inst.DB, "tdbt_", database)
+	if err != nil {
 		_ = schema.Drop(context.WithoutCancel(ctx), inst.DB, ddl, database)
 		return nil, err
 	}
-	db, err := instance.OpenDatabase(inst.Admin(), database, 2)
+	defer func() {
+		if err != nil {
+			cleanup := context.WithoutCancel(ctx)
+			_ = accounts.Drop(cleanup, inst.DB, owner.User)
+			_ = schema.Drop(cleanup, inst.DB, ddl, database)
+		}
+	}()
+	res, err := migrate(ctx, inst, ddl, owner, src, opts)
 	if err != nil {
-		return fail(err)
-	}
-	var res migrations.Result
-	err = ddl.Unaccounted(func() (err error) {
-		res, err = migrations.Run(ctx, db, src, log)
-		return err
-	})
-	db.Close()
-	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	start := time.Now()
-	s, err := schema.Capture(ctx, inst.DB, database)
+	s, err := schema.Capture(ctx, inst.DB, database, owner.User)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	return &Built{Database: database, Schema: s, Result: res, Capture: time.Since(start)}, nil
+	return &Built{Database: database, Owner: owner.User, Schema: s, Result: res, Capture: time.Since(start)}, nil
+}
+
+// migrate runs src as owner, then locks the account and ends its sessions:
+// it stays only as the definer of what the migrations created.
+func migrate(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, owner accounts.Account, src migrations.Source, opts BuildOptions) (migrations.Result, error) {
+	host, port := inst.ClientAddr()
+	db, err := instance.OpenDatabase(testdbd.Endpoint{Host: host, Port: port, User: owner.User, Password: owner.Password}, owner.Database, 2)
+	if err != nil {
+		return migrations.Result{}, err
+	}
+	defer db.Close()
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if opts.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, opts.Timeout)
+	}
+	defer cancel()
+	// The driver gives up on a canceled statement but the server goes on
+	// running it: end the account's sessions, which stops it.
+	stopped := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-runCtx.Done():
+			endSessions(context.WithoutCancel(ctx), inst, owner.User, false)
+		case <-finished:
+		}
+	}()
+	var res migrations.Result
+	err = ddl.Unaccounted(func() (err error) {
+		res, err = migrations.Run(runCtx, db, src, opts.Log)
+		return err
+	})
+	close(finished)
+	<-stopped
+	endSessions(context.WithoutCancel(ctx), inst, owner.User, true)
+	switch {
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return res, testdbd.Errorf(testdbd.ETimeout,
+			"the build ran longer than its time limit of %v while running %s, which was stopped: raise the limit (build_timeout_seconds in the request, or the daemon's --build-timeout) or make the migrations faster",
+			opts.Timeout, runningFile(err))
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("build stopped while running %s: %w", runningFile(err), context.Cause(ctx))
+	case err != nil:
+		return res, explainPrivileges(err)
+	}
+	return res, nil
+}
+
+// endSessions locks (with lock) and disconnects the build account.
+func endSessions(ctx context.Context, inst *instance.Member, user string, lock bool) {
+	conn, err := inst.DB.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = accounts.EndSessions(ctx, conn, inst.Flavor, user, lock)
+}
+
+// runningFile names the migration (or the seed) a failed build was running.
+func runningFile(err error) string {
+	var be *migrations.BuildError
+	if errors.As(err, &be) {
+		return be.File
+	}
+	return "the migrations"
+}
+
+// explainPrivileges adds to a build failure refused for lack of privileges
+// what the build account may do.
+func explainPrivileges(err error) error {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return err
+	}
+	switch me.Number {
+	case 1044, 1045, 1142, 1143, 1227, 1370, 1449:
+		return fmt.Errorf("%w (migrations and the seed run as an account with all privileges on the template's database and none elsewhere: "+
+			"no other database, no users or grants, no global settings, no FILE; leave out DEFINER clauses, testdbd makes each database's owner the definer)", err)
+	}
+	return err
 }

@@ -27,6 +27,8 @@ type Request struct {
 	Engine        string // "mariadb", "mysql" or "" for any
 	Async         bool   // return while still building
 	PoolSize      int    // ready databases to keep; 0 means the default
+	// BuildTimeout bounds the build; 0 means the daemon's default.
+	BuildTimeout time.Duration
 }
 
 // Timings are a template build's phases.

@@ -24,9 +24,17 @@ type Snapshot struct {
 	Rows map[string]int64
 	// AutoIncrement maps tables with an AUTO_INCREMENT column to the next value.
 	AutoIncrement map[string]int64
+	// Definers maps views, triggers, routines and events to their definer,
+	// taken out of Objects: each database has an owner of its own, so two
+	// databases compare equal when one's definers map to the other's
+	// one-to-one.
+	Definers map[string]string
 }
 
-var autoIncClause = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
+var (
+	autoIncClause = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
+	definerClause = regexp.MustCompile("DEFINER=(`[^`]*`@`[^`]*`)")
+)
 
 // Take reads a snapshot of database name through db (admin privileges).
 func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
@@ -40,7 +48,7 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 	}
 	_, _ = conn.ExecContext(ctx, "SET SESSION information_schema_stats_expiry = 0")
 	s := &Snapshot{Database: name, Objects: map[string]string{}, Checksums: map[string]int64{},
-		Rows: map[string]int64{}, AutoIncrement: map[string]int64{}}
+		Rows: map[string]int64{}, AutoIncrement: map[string]int64{}, Definers: map[string]string{}}
 	norm := func(def string) string {
 		def = strings.ReplaceAll(def, quote(name)+".", "")
 		return autoIncClause.ReplaceAllString(def, "")
@@ -65,7 +73,7 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 			if err != nil {
 				return nil, err
 			}
-			s.Objects["VIEW "+n] = norm(v["Create View"])
+			s.Objects["VIEW "+n] = s.definer("VIEW "+n, norm(v["Create View"]))
 			continue
 		}
 		tables = append(tables, n)
@@ -132,15 +140,40 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 			if err != nil {
 				return nil, err
 			}
-			s.Objects[o.kind+" "+n] = norm(v[o.col]) + " /* sql_mode=" + v["sql_mode"] + " */"
+			s.Objects[o.kind+" "+n] = s.definer(o.kind+" "+n, norm(v[o.col])) + " /* sql_mode=" + v["sql_mode"] + " */"
 		}
 	}
 	return s, nil
 }
 
+// definer records the definer of object key and returns its definition
+// without it.
+func (s *Snapshot) definer(key, def string) string {
+	if m := definerClause.FindStringSubmatch(def); m != nil {
+		s.Definers[key] = m[1]
+		def = strings.Replace(def, m[0], "DEFINER=<definer>", 1)
+	}
+	return def
+}
+
 // Diff lists every difference between two snapshots; none means equal.
 func Diff(want, got *Snapshot) []string {
 	var d []string
+	// Definers correspond one-to-one (each database has its own owner).
+	fwd, back := map[string]string{}, map[string]string{}
+	for k, w := range want.Definers {
+		g, ok := got.Definers[k]
+		if !ok {
+			continue // the object is missing or differs: reported below
+		}
+		if prev, seen := fwd[w]; seen && prev != g {
+			d = append(d, fmt.Sprintf("%s has definer %s where the others defined by %s have %s", k, g, w, prev))
+		}
+		if prev, seen := back[g]; seen && prev != w {
+			d = append(d, fmt.Sprintf("%s has definer %s, which also stands for %s", k, g, prev))
+		}
+		fwd[w], back[g] = g, w
+	}
 	for k, w := range want.Objects {
 		g, ok := got.Objects[k]
 		switch {
