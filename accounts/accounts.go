@@ -25,9 +25,22 @@ type Account struct {
 
 // Create makes an account named prefix plus random characters, with a
 // random password and ALL PRIVILEGES on database (no GRANT OPTION, nothing
-// on any other schema). db must be an administrative pool.
-func Create(ctx context.Context, db *sql.DB, prefix, database string) (Account, error) {
-	return create(ctx, db, prefix, database, "")
+// on any other schema), allowed at most maxConns connections at once (0:
+// no cap of its own). db must be an administrative pool.
+func Create(ctx context.Context, db *sql.DB, prefix, database string, maxConns int) (Account, error) {
+	opts := ""
+	if maxConns > 0 {
+		opts = fmt.Sprintf(" WITH MAX_USER_CONNECTIONS %d", maxConns)
+	}
+	return create(ctx, db, prefix, database, opts)
+}
+
+// SetMaxConnections changes how many connections user may have at once.
+func SetMaxConnections(ctx context.Context, db *sql.DB, user string, n int) error {
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("ALTER USER %s WITH MAX_USER_CONNECTIONS %d", Quote(user), n)); err != nil {
+		return fmt.Errorf("cap the connections of %s: %w", user, err)
+	}
+	return nil
 }
 
 // CreateOwner makes a database's owner: an account like Create's that

@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/internal/random"
 	"github.com/testdbd/testdbd/strategies"
 	"github.com/testdbd/testdbd/templates"
@@ -38,6 +39,7 @@ type lease struct {
 	state    string
 	why      string // why it ended, when it did
 	resets   int64
+	maxConns int // the account's MAX_USER_CONNECTIONS
 	timer    *time.Timer
 }
 
@@ -67,6 +69,13 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 			wait.Milliseconds(), m.cfg.DefaultWait.Milliseconds(), m.cfg.MaxWait.Milliseconds())
 	case len(req.Worker) > 128:
 		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "worker key of %d bytes is longer than 128", len(req.Worker))
+	case req.MaxConnections < 0 || req.MaxConnections > m.cfg.MaxLeaseConnections:
+		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "max_connections %d: use 0 (the default, %d) up to %d (--max-lease-connections)",
+			req.MaxConnections, m.cfg.LeaseConnections, m.cfg.MaxLeaseConnections)
+	}
+	conns := req.MaxConnections
+	if conns == 0 {
+		conns = m.cfg.LeaseConnections
 	}
 
 	m.mu.Lock()
@@ -88,9 +97,12 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 		return LeaseInfo{}, testdbd.Errorf(testdbd.EUnavailable, "template %s is still building: wait for EnsureTemplate to return, then acquire", req.Template)
 	}
 	if db := t.pickReadyLocked(req.Worker); db != nil {
-		l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, 0)
+		l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, 0, conns)
 		info := m.leaseInfoLocked(l)
 		m.mu.Unlock()
+		if err := m.capConnections(ctx, l); err != nil {
+			return LeaseInfo{}, err
+		}
 		m.stats.Acquired(time.Since(start), 0)
 		return info, nil
 	}
@@ -135,11 +147,30 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 		return LeaseInfo{}, failure
 	}
 	waited := time.Since(start)
-	l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, waited)
+	l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, waited, conns)
 	info := m.leaseInfoLocked(l)
 	m.mu.Unlock()
+	if err := m.capConnections(ctx, l); err != nil {
+		return LeaseInfo{}, err
+	}
 	m.stats.Acquired(waited, waited)
 	return info, nil
+}
+
+// capConnections gives the lease's account the connection cap its request
+// asked for, when it is not the default every account is created with. On
+// failure the lease ends.
+func (m *Manager) capConnections(ctx context.Context, l *lease) error {
+	if l.maxConns == m.cfg.LeaseConnections {
+		return nil
+	}
+	err := accounts.SetMaxConnections(ctx, l.db.rep.host.DB, l.user, l.maxConns)
+	if err != nil {
+		m.mu.Lock()
+		m.endLeaseLocked(l, LeaseReleased, "its connection cap could not be set")
+		m.mu.Unlock()
+	}
+	return err
 }
 
 // exhausted builds the error for an acquire that waited in vain.
@@ -190,10 +221,10 @@ func (t *template) removeWaiterLocked(w *waiter) {
 	}
 }
 
-func (m *Manager) newLeaseLocked(t *template, db *workerDB, worker string, s testdbd.Strategy, ttl, waited time.Duration) *lease {
+func (m *Manager) newLeaseLocked(t *template, db *workerDB, worker string, s testdbd.Strategy, ttl, waited time.Duration, conns int) *lease {
 	now := time.Now()
 	l := &lease{id: "l-" + random.Hex(8), tpl: t, db: db, strategy: s, worker: worker, user: db.user, password: db.password,
-		ttl: ttl, acquired: now, expires: now.Add(ttl), waited: waited, state: LeaseActive}
+		ttl: ttl, acquired: now, expires: now.Add(ttl), waited: waited, state: LeaseActive, maxConns: conns}
 	db.state, db.lease, db.lastUsed = dbLeased, l, now
 	if worker != "" {
 		db.lastWorker = worker
@@ -292,19 +323,19 @@ func (m *Manager) Reset(ctx context.Context, id string, s testdbd.Strategy) (tes
 
 // Release ends a lease at once; its user is dropped, its sessions ended and
 // its database reset in the background before it goes back to the pool.
+// Releasing a lease that has ended already returns its final state.
 func (m *Manager) Release(id string) (LeaseInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := m.leases[id]
 	if l == nil {
-		if e := m.ended[id]; e != nil && e.state == LeaseReleased {
-			return m.leaseInfoLocked(e), nil // releasing twice is harmless
-		}
-		if e := m.ended[id]; e != nil && e.state == LeaseFailed {
+		// Releasing a lease that already ended (released, expired, failed)
+		// is harmless: cleanup code releases whatever happened, and gets the
+		// lease's final state.
+		if e := m.ended[id]; e != nil {
 			return m.leaseInfoLocked(e), nil
 		}
-		_, err := m.activeLocked(id)
-		return LeaseInfo{}, err
+		return LeaseInfo{}, notFoundLease(id)
 	}
 	m.endLeaseLocked(l, LeaseReleased, "released")
 	return m.leaseInfoLocked(l), nil
@@ -458,5 +489,6 @@ func (m *Manager) leaseInfoLocked(l *lease) LeaseInfo {
 		Database: l.db.name, Host: host, Port: port, User: l.user, Password: l.password,
 		DSN: cfg.FormatDSN(), URL: u.String(), InstanceID: l.db.rep.host.ID(), State: l.state,
 		AcquiredAt: l.acquired, ExpiresAt: l.expires, TTL: l.ttl, Waited: l.waited, Resets: l.resets,
+		MaxConnections: l.maxConns,
 	}
 }

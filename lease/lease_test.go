@@ -248,6 +248,10 @@ func TestExpiry(t *testing.T) {
 			if got, _ := e.m.Get(l.ID); got.State != lease.LeaseExpired {
 				t.Errorf("expired lease state %q", got.State)
 			}
+			// Releasing it (cleanup code always does) succeeds with its final state.
+			if got, err := e.m.Release(l.ID); err != nil || got.State != lease.LeaseExpired {
+				t.Errorf("release of an expired lease: %+v, %v", got, err)
+			}
 			// The database the next lease got is clean.
 			var count int
 			open(t, next).QueryRow("SELECT COUNT(*) FROM users WHERE email = 'late@x'").Scan(&count)

@@ -31,6 +31,11 @@ const (
 	DefaultBuildTimeout = 10 * time.Minute
 	DefaultMaxBuild     = time.Hour
 	DefaultMaxBuilds    = 2
+	DefaultLeaseConns   = 32
+	DefaultMaxLeaseConn = 64
+	// AdminHeadroom is the connections a server keeps for testdbd itself
+	// beyond every lease at its cap: the admin and status pools, builds.
+	AdminHeadroom = 64
 )
 
 // Config configures a Manager.
@@ -47,6 +52,13 @@ type Config struct {
 	MaxWait           time.Duration
 	Registerer        prometheus.Registerer // nil means no metrics
 	Logger            *slog.Logger
+	// LeaseConnections caps each lease's connections (MAX_USER_CONNECTIONS
+	// of its account), so that a test that leaks connections cannot take
+	// the server's from other leases; a request may ask for up to
+	// MaxLeaseConnections. The servers' max_connections must leave room
+	// for every database at the maximum plus AdminHeadroom.
+	LeaseConnections    int
+	MaxLeaseConnections int
 	// BuildTimeout bounds a template's build (its migrations and seed) when
 	// the request gives no limit; MaxBuildTimeout is the longest a request
 	// may ask for. MaxBuilds is how many builds run at once; others wait.
@@ -106,6 +118,9 @@ func New(cfg Config) *Manager {
 	positive(&cfg.BuildTimeout, DefaultBuildTimeout)
 	positive(&cfg.MaxBuildTimeout, DefaultMaxBuild)
 	positive(&cfg.MaxBuilds, DefaultMaxBuilds)
+	positive(&cfg.LeaseConnections, DefaultLeaseConns)
+	positive(&cfg.MaxLeaseConnections, DefaultMaxLeaseConn)
+	cfg.MaxLeaseConnections = max(cfg.MaxLeaseConnections, cfg.LeaseConnections)
 	cfg.MaxBuildTimeout = max(cfg.MaxBuildTimeout, cfg.BuildTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -283,7 +283,7 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 // connection is fast.
 func (m *Manager) prepareUser(ctx context.Context, db *workerDB) error {
 	h := db.rep.host
-	a, err := accounts.Create(ctx, h.DB, "tdbu_", db.name)
+	a, err := accounts.Create(ctx, h.DB, "tdbu_", db.name, m.cfg.LeaseConnections)
 	if err != nil {
 		return err
 	}

@@ -149,7 +149,13 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (te
 	}
 	info := m.templateInfo(t)
 	if info.State == templates.Failed {
-		return info, testdbd.Errorf(testdbd.EConflict, "template %s failed to build: %s", t.name, info.Err)
+		// A build past its time limit is a timeout; the rest, a template
+		// that cannot be built as it is.
+		code := testdbd.EConflict
+		if c := testdbd.ErrorCode(t.err); c == testdbd.ETimeout || c == testdbd.EUnavailable {
+			code = c
+		}
+		return info, testdbd.Errorf(code, "template %s failed to build: %s", t.name, info.Err)
 	}
 	return info, nil
 }

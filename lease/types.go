@@ -13,6 +13,9 @@ type AcquireRequest struct {
 	TTL         time.Duration // 0 means the default
 	Worker      string        // sticky key
 	WaitTimeout time.Duration // 0 means the default
+	// MaxConnections caps the lease's connections; 0 means the default
+	// (Config.LeaseConnections).
+	MaxConnections int
 }
 
 // Lease states.
@@ -44,4 +47,7 @@ type LeaseInfo struct {
 	TTL          time.Duration
 	Waited       time.Duration
 	Resets       int64
+	// MaxConnections is the most connections the lease's account may have
+	// open at once.
+	MaxConnections int
 }

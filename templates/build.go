@@ -26,6 +26,9 @@ type BuildOptions struct {
 	Log     *slog.Logger
 }
 
+// buildConnections caps the connections of a build's account.
+const buildConnections = 8
+
 // Built is a template database built on one instance.
 type Built struct {
 	Database string
@@ -53,7 +56,7 @@ func Build(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounte
 	if err := ddl.Exec(ctx, inst.DB, 1, "CREATE DATABASE "+schema.Quote(database)); err != nil {
 		return nil, fmt.Errorf("create template database: %w", err)
 	}
-	owner, err := accounts.Create(ctx, inst.DB, "tdbt_", database)
+	owner, err := accounts.Create(ctx, inst.DB, "tdbt_", database, buildConnections)
 	if err != nil {
 		_ = schema.Drop(context.WithoutCancel(ctx), inst.DB, ddl, database)
 		return nil, err

@@ -52,6 +52,11 @@ type serveConfig struct {
 	MaxTTL            time.Duration
 	DefaultWait       time.Duration
 	MaxWait           time.Duration
+	LeaseConns        int
+	MaxLeaseConns     int
+	BuildTimeout      time.Duration
+	MaxBuildTimeout   time.Duration
+	MaxBuilds         int
 	LogFormat         string
 	LogLevel          string
 	ShutdownTimeout   time.Duration
@@ -86,6 +91,11 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.MaxTTL, "max-lease-ttl", lease.DefaultMaxTTL, "longest lease time to live accepted")
 	fs.DurationVar(&cfg.DefaultWait, "wait-timeout", lease.DefaultWait, "how long an acquire waits for a free database when the request gives no wait_timeout_ms")
 	fs.DurationVar(&cfg.MaxWait, "max-wait-timeout", lease.DefaultMaxWait, "longest wait_timeout_ms accepted")
+	fs.IntVar(&cfg.LeaseConns, "lease-connections", lease.DefaultLeaseConns, "most connections a lease may have open at once (its request's max_connections may change it)")
+	fs.IntVar(&cfg.MaxLeaseConns, "max-lease-connections", lease.DefaultMaxLeaseConn, "largest max_connections a lease may ask for; servers keep room for every lease at it")
+	fs.DurationVar(&cfg.BuildTimeout, "build-timeout", lease.DefaultBuildTimeout, "time limit of a template's migrations and seed when the request gives none")
+	fs.DurationVar(&cfg.MaxBuildTimeout, "max-build-timeout", lease.DefaultMaxBuild, "longest build_timeout_seconds accepted")
+	fs.IntVar(&cfg.MaxBuilds, "max-builds", lease.DefaultMaxBuilds, "template builds run at once; others wait")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for calls in flight")
@@ -177,6 +187,12 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	log.Info("provider ready", "provider", d.provider.Name(), "engine", d.provider.Engine().String())
 	settings := instance.DefaultConfig
 	settings.BufferPoolBytes = int64(cfg.BufferPool)
+	if cfg.MaxLeaseConns < cfg.LeaseConns {
+		return nil, fmt.Errorf("--max-lease-connections=%d is below --lease-connections=%d", cfg.MaxLeaseConns, cfg.LeaseConns)
+	}
+	// Every database of a server at its connection cap, and room for
+	// testdbd's own connections beyond that.
+	settings.MaxConnections = cfg.MaxDBsPerInstance*cfg.MaxLeaseConns + lease.AdminHeadroom
 	var manager *lease.Manager // set below; servers die only after it is
 	d.fleet = instance.NewFleet(d.provider, instance.FleetConfig{
 		MaxInstances: cfg.MaxInstances,
@@ -211,6 +227,8 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 		Fleet: d.fleet, MaxDatabases: cfg.MaxDatabases, MaxDBsPerInstance: cfg.MaxDBsPerInstance,
 		MemoryBudget: int64(cfg.MemoryBudget), PoolSize: cfg.PoolSize, IdleTrim: cfg.PoolIdle, Clones: cfg.Clones,
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait,
+		LeaseConnections: cfg.LeaseConns, MaxLeaseConnections: cfg.MaxLeaseConns,
+		BuildTimeout: cfg.BuildTimeout, MaxBuildTimeout: cfg.MaxBuildTimeout, MaxBuilds: cfg.MaxBuilds,
 		Registerer: reg, Logger: log,
 	})
 	manager.Open()

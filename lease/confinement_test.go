@@ -1,0 +1,277 @@
+package lease_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/internal/testenv"
+	"github.com/testdbd/testdbd/lease"
+	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/templates"
+)
+
+// migration wraps statements into a goose file.
+func migration(name string, stmts ...string) migrations.File {
+	return migrations.File{Name: name, Content: []byte("-- +goose Up\n" + strings.Join(stmts, ";\n") + ";\n")}
+}
+
+// adminCount runs a COUNT(*) query as the server's admin.
+func (e *env) adminCount(t *testing.T, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.fleet.Members()[0].DB.QueryRow(q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// TestHostileMigrations replays what a migration uploaded by anyone who
+// can reach the API could try against the server and its host: each fails
+// the build with a privilege error and leaves nothing behind, and the
+// other template's database and the server's accounts are untouched.
+func TestHostileMigrations(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			e := newEnv(t, p, 1, lease.Config{PoolSize: 1})
+			ctx := context.Background()
+			victim := e.ensure(t, "victim", 1)
+			l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "victim"})
+			live := open(t, l)
+			mustExec(t, live, "INSERT INTO users (email, name) VALUES ('secret@x', 'secret')")
+			outfile := filepath.Join(os.TempDir(), fmt.Sprintf("tdb-hostile-%d", time.Now().UnixNano()))
+			defer os.Remove(outfile)
+			buildersBefore := e.adminCount(t, "SELECT COUNT(*) FROM mysql.user WHERE User LIKE 'tdbt\\_%'")
+
+			hostile := map[string]string{
+				"write a file":          fmt.Sprintf("SELECT 'x' INTO OUTFILE '%s'", outfile),
+				"read a file":           "CREATE TABLE f (t TEXT); LOAD DATA INFILE '/etc/hostname' INTO TABLE f",
+				"read a live lease":     fmt.Sprintf("CREATE TABLE s AS SELECT * FROM `%s`.users", l.Database),
+				"read the template":     fmt.Sprintf("CREATE TABLE s AS SELECT * FROM `%s`.users", victim.Database),
+				"read account hashes":   "CREATE TABLE s AS SELECT * FROM mysql.user",
+				"make an account":       "CREATE USER backdoor IDENTIFIED BY 'pw'",
+				"grant to oneself":      "GRANT ALL ON *.* TO CURRENT_USER",
+				"drop another database": fmt.Sprintf("DROP DATABASE `%s`", victim.Database),
+				"global setting":        "SET GLOBAL max_connections = 1",
+				"root as definer":       "CREATE DEFINER = 'root'@'localhost' PROCEDURE p() SELECT 1",
+			}
+			for what, stmt := range hostile {
+				name := "hostile-" + strings.ReplaceAll(what, " ", "-")
+				info, err := e.m.EnsureTemplate(ctx, templates.Request{Name: name,
+					Files: []migrations.File{migration("00001_hostile.sql", stmt)}})
+				if err == nil || info.State != templates.Failed {
+					t.Errorf("%s: the build did not fail: %+v", what, info)
+					continue
+				}
+				if !strings.Contains(info.Err, "denied") && !strings.Contains(info.Err, "privilege") {
+					t.Errorf("%s: not a privilege error: %s", what, info.Err)
+				}
+				if !strings.Contains(info.Err, "all privileges on the template's database and none elsewhere") {
+					t.Errorf("%s: the error does not say what migrations may do: %s", what, info.Err)
+				}
+			}
+			if _, err := os.Stat(outfile); err == nil {
+				t.Errorf("a migration wrote %s", outfile)
+			}
+			if n := e.adminCount(t, "SELECT COUNT(*) FROM mysql.user WHERE User = 'backdoor'"); n != 0 {
+				t.Error("a migration created an account")
+			}
+			// Failed builds leave neither their database nor their account.
+			if n := e.adminCount(t, "SELECT COUNT(*) FROM mysql.user WHERE User LIKE 'tdbt\\_%'"); n != buildersBefore {
+				t.Errorf("%d build accounts after the failed builds, %d before", n, buildersBefore)
+			}
+			if n := e.adminCount(t, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'tdb\\_%\\_t%'"); n != 1 {
+				t.Errorf("%d template databases after the failed builds, want the victim's only", n)
+			}
+			if n := e.adminCount(t, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", victim.Database); n != 1 {
+				t.Error("the other template's database is gone")
+			}
+			var rows int
+			if err := live.QueryRow("SELECT COUNT(*) FROM users WHERE email = 'secret@x'").Scan(&rows); err != nil || rows != 1 {
+				t.Errorf("the live lease's row: %d, %v", rows, err)
+			}
+		})
+	}
+}
+
+// TestDefinersAreConfined shows that a template's procedures and views run
+// with their database owner's privileges, which reach that database only:
+// a procedure written to read another database fails when a lease calls it.
+func TestDefinersAreConfined(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			e := newEnv(t, p, 1, lease.Config{PoolSize: 1})
+			ctx := context.Background()
+			if _, err := e.m.EnsureTemplate(ctx, templates.Request{Name: "defs", Files: []migrations.File{
+				{Name: "00001_defs.sql", Content: []byte(`-- +goose Up
+CREATE TABLE t (id INT PRIMARY KEY);
+INSERT INTO t VALUES (1);
+-- +goose StatementBegin
+CREATE PROCEDURE peek(IN other VARCHAR(64))
+BEGIN
+  SET @q = CONCAT('SELECT COUNT(*) INTO @n FROM mysql.user');
+  PREPARE s FROM @q; EXECUTE s; DEALLOCATE PREPARE s;
+END;
+-- +goose StatementEnd
+CREATE VIEW v AS SELECT id FROM t;
+CREATE SQL SECURITY DEFINER VIEW w AS SELECT COUNT(*) AS n FROM t;
+`)}}}); err != nil {
+				t.Fatal(err)
+			}
+			l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "defs"})
+			db := open(t, l)
+			// The objects work on the lease's own database...
+			var n int
+			if err := db.QueryRow("SELECT n FROM w").Scan(&n); err != nil || n != 1 {
+				t.Fatalf("a definer view on the lease's database: %d, %v", n, err)
+			}
+			// ...but their definer reaches nothing else.
+			if _, err := db.Exec("CALL peek('mysql')"); err == nil || !strings.Contains(err.Error(), "denied") {
+				t.Errorf("a definer procedure read mysql.user: %v", err)
+			}
+			// The definer is the database's own locked owner.
+			var definer string
+			if err := db.QueryRow("SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'peek'").Scan(&definer); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(definer, "tdbo_") {
+				t.Errorf("definer %q is not the database's owner", definer)
+			}
+			owner := strings.SplitN(definer, "@", 2)[0]
+			host, port := e.fleet.Members()[0].ClientAddr()
+			login, _ := sql.Open("mysql", fmt.Sprintf("%s:x@tcp(%s:%d)/%s", owner, host, port, l.Database))
+			defer login.Close()
+			if err := login.Ping(); err == nil {
+				t.Error("the database's owner can log in")
+			}
+		})
+	}
+}
+
+// TestBuildTimeoutAndCancel: a migration that runs forever fails the
+// build at its time limit with an error naming the limit, and the
+// statement is stopped on the server; deleting a template while it builds
+// stops its statement too.
+func TestBuildTimeoutAndCancel(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			e := newEnv(t, p, 1, lease.Config{PoolSize: 1, BuildTimeout: 2 * time.Second})
+			ctx := context.Background()
+			sleeper := []migrations.File{migration("00001_sleep.sql", "CREATE TABLE t (id INT)", "SELECT SLEEP(600)")}
+			start := time.Now()
+			info, err := e.m.EnsureTemplate(ctx, templates.Request{Name: "sleepy", Files: sleeper})
+			took := time.Since(start)
+			if testdbd.ErrorCode(err) != testdbd.ETimeout || info.State != templates.Failed ||
+				!strings.Contains(info.Err, "time limit of 2s") || !strings.Contains(info.Err, "00001_sleep.sql") {
+				t.Fatalf("build past its limit: %+v, %v (code %s)", info, err, testdbd.ErrorCode(err))
+			}
+			if took > 10*time.Second {
+				t.Errorf("the build took %v to fail with a 2 s limit", took)
+			}
+			waitNoSleepers(t, e)
+
+			// A request may ask for its own limit, within the daemon's maximum.
+			if _, err := e.m.EnsureTemplate(ctx, templates.Request{Name: "x", Files: sleeper, BuildTimeout: 48 * time.Hour}); testdbd.ErrorCode(err) != testdbd.EInvalid {
+				t.Errorf("a limit over the maximum: %v", err)
+			}
+
+			// Deleting the template while it builds stops the statement.
+			slow := []migrations.File{migration("00001_sleep.sql", "CREATE TABLE t (id INT)", "SELECT SLEEP(600)")}
+			if _, err := e.m.EnsureTemplate(ctx, templates.Request{Name: "doomed", Files: slow, Async: true, BuildTimeout: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for e.adminCount(t, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP(600)%'") == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the build never started its statement")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if _, err := e.m.DeleteTemplate(ctx, "doomed", false); err != nil {
+				t.Fatal(err)
+			}
+			waitNoSleepers(t, e)
+		})
+	}
+}
+
+// waitNoSleepers waits until no SLEEP statement runs on the server.
+func waitNoSleepers(t *testing.T, e *env) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.adminCount(t, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP(600)%'") > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the build's statement still runs on the server")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func mustExec(t *testing.T, db *sql.DB, q string) {
+	t.Helper()
+	if _, err := db.Exec(q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// TestConnectionCap: a lease that leaks connections reaches its cap and
+// gets an error naming it; another lease on the same server still
+// connects.
+func TestConnectionCap(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			e := newEnv(t, p, 1, lease.Config{PoolSize: 2, LeaseConnections: 16, MaxLeaseConnections: 20})
+			e.ensure(t, "app", 2)
+			hog := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
+			other := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", MaxConnections: 20})
+			if hog.MaxConnections != 16 || other.MaxConnections != 20 {
+				t.Errorf("caps %d and %d, want 16 and 20", hog.MaxConnections, other.MaxConnections)
+			}
+			var held []*sql.Conn
+			defer func() {
+				for _, c := range held {
+					c.Close()
+				}
+			}()
+			db := open(t, hog)
+			db.SetMaxOpenConns(0)
+			var refused error
+			for i := 0; i < 600 && refused == nil; i++ {
+				c, err := db.Conn(context.Background())
+				if err == nil {
+					err = c.PingContext(context.Background())
+				}
+				if err != nil {
+					refused = err
+					break
+				}
+				held = append(held, c)
+			}
+			if len(held) != 16 || refused == nil || !strings.Contains(refused.Error(), "max_user_connections") {
+				t.Fatalf("the hog held %d connections before: %v", len(held), refused)
+			}
+			// The other lease connects, up to its own larger cap.
+			odb := open(t, other)
+			odb.SetMaxOpenConns(0)
+			for i := 0; i < 20; i++ {
+				c, err := odb.Conn(context.Background())
+				if err == nil {
+					err = c.PingContext(context.Background())
+				}
+				if err != nil {
+					t.Fatalf("the other lease's connection %d: %v", i+1, err)
+				}
+				held = append(held, c)
+			}
+			if _, err := e.m.Acquire(context.Background(), lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", MaxConnections: 21}); testdbd.ErrorCode(err) != testdbd.EInvalid {
+				t.Errorf("a cap over the maximum: %v", err)
+			}
+		})
+	}
+}
