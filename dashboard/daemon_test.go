@@ -84,7 +84,7 @@ func startDaemon(t *testing.T, token string) *daemon {
 		t.Fatal(err)
 	}
 	args := []string{"serve", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0", "--state-dir", state,
-		"--provider", "native", "--log-format", "json", "--max-instances", "1"}
+		"--provider", "native", "--log-format", "json", "--max-instances", "1", "--migrations-root", ".."}
 	if token != "" {
 		args = append(args, "--token", token)
 	}

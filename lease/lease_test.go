@@ -69,7 +69,7 @@ func newEnv(t *testing.T, p testenv.Provider, maxInstances int, cfg lease.Config
 
 func exampleFiles(t *testing.T) []migrations.File {
 	t.Helper()
-	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"))
+	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"), "..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -52,6 +53,9 @@ type Config struct {
 	MaxWait           time.Duration
 	Registerer        prometheus.Registerer // nil means no metrics
 	Logger            *slog.Logger
+	// MigrationsRoot is the directory whose tree migrations_dir must lie in
+	// ("": the working directory).
+	MigrationsRoot string
 	// LeaseConnections caps each lease's connections (MAX_USER_CONNECTIONS
 	// of its account), so that a test that leaks connections cannot take
 	// the server's from other leases; a request may ask for up to
@@ -124,6 +128,9 @@ func New(cfg Config) *Manager {
 	cfg.MaxBuildTimeout = max(cfg.MaxBuildTimeout, cfg.BuildTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MigrationsRoot == "" {
+		cfg.MigrationsRoot, _ = os.Getwd()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{

@@ -91,7 +91,7 @@ type waiter struct {
 // it waits for the build, bounded by ctx. A failed build returns the
 // template with its error.
 func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (templates.Info, error) {
-	spec, err := templates.Prepare(req, m.fleet.Provider().Engine())
+	spec, err := templates.Prepare(req, m.fleet.Provider().Engine(), m.cfg.MigrationsRoot)
 	if err != nil {
 		return templates.Info{}, err
 	}

@@ -67,7 +67,7 @@ func assertEqual(t *testing.T, want, got *dbcompare.Snapshot) {
 
 func loadExample(t *testing.T) migrations.Source {
 	t.Helper()
-	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"))
+	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"), "..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,17 +293,51 @@ func TestUploadRules(t *testing.T) {
 }
 
 func TestLoadDir(t *testing.T) {
-	if _, err := migrations.LoadDir("/nonexistent/dir"); err == nil || testdbd.ErrorCode(err) != testdbd.EInvalid || !strings.Contains(err.Error(), "daemon's host") {
+	if _, err := migrations.LoadDir("/nonexistent/dir", "/"); err == nil || testdbd.ErrorCode(err) != testdbd.EInvalid || !strings.Contains(err.Error(), "daemon's host") {
 		t.Errorf("missing dir: %v", err)
 	}
 	empty := t.TempDir()
 	os.WriteFile(filepath.Join(empty, "README.md"), []byte("hi"), 0o644)
-	if _, err := migrations.LoadDir(empty); err == nil || !strings.Contains(err.Error(), "no migrations") {
+	if _, err := migrations.LoadDir(empty, empty); err == nil || !strings.Contains(err.Error(), "no migrations") {
 		t.Errorf("empty dir: %v", err)
 	}
-	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"))
+	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"), "..")
 	if err != nil || len(files) != 3 {
 		t.Errorf("examples: %d files, %v", len(files), err)
+	}
+
+	// Confinement to the root: a directory outside it, a symbolic link
+	// leading out of it (to a directory, to a file) are refused; a file
+	// that is not a goose migration is refused without its content.
+	root, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret.sql")
+	os.WriteFile(secret, []byte("root:$6$hash-of-the-first-line\nsecond line\n"), 0o600)
+	os.WriteFile(filepath.Join(outside, "00001_ok.sql"), []byte("-- +goose Up\nSELECT 1;\n"), 0o644)
+	if _, err := migrations.LoadDir(outside, root); testdbd.ErrorCode(err) != testdbd.EInvalid || !strings.Contains(err.Error(), "--migrations-root") {
+		t.Errorf("a directory outside the root: %v", err)
+	}
+	linkDir := filepath.Join(root, "elsewhere")
+	os.Symlink(outside, linkDir)
+	if _, err := migrations.LoadDir(linkDir, root); testdbd.ErrorCode(err) != testdbd.EInvalid || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("a symbolic link to a directory outside the root: %v", err)
+	}
+	inside := filepath.Join(root, "migrations")
+	os.Mkdir(inside, 0o755)
+	os.WriteFile(filepath.Join(inside, "00001_ok.sql"), []byte("-- +goose Up\nSELECT 1;\n"), 0o644)
+	os.Symlink(secret, filepath.Join(inside, "00002_leak.sql"))
+	if _, err := migrations.LoadDir(inside, root); testdbd.ErrorCode(err) != testdbd.EInvalid || !strings.Contains(err.Error(), "symbolic link") ||
+		strings.Contains(err.Error(), "hash-of-the-first-line") {
+		t.Errorf("a symbolic link to a file outside the root: %v", err)
+	}
+	os.Remove(filepath.Join(inside, "00002_leak.sql"))
+	os.WriteFile(filepath.Join(inside, "00002_notgoose.sql"), []byte("root:$6$hash-of-the-first-line\n"), 0o644)
+	if _, err := migrations.LoadDir(inside, root); testdbd.ErrorCode(err) != testdbd.EInvalid || !strings.Contains(err.Error(), "-- +goose Up") ||
+		strings.Contains(err.Error(), "hash-of-the-first-line") {
+		t.Errorf("a file that is not a goose migration: %v", err)
+	}
+	os.Remove(filepath.Join(inside, "00002_notgoose.sql"))
+	if files, err := migrations.LoadDir(inside, root); err != nil || len(files) != 1 {
+		t.Errorf("a directory inside the root: %d files, %v", len(files), err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -39,9 +40,13 @@ type Source struct {
 }
 
 // LoadDir reads the goose migrations (*.sql) of a directory on the daemon's
-// host. It fails with EInvalid when the directory does not exist or holds no
+// host, which must lie within root (the daemon's --migrations-root), as
+// must every file it holds: symbolic links leading out of root are
+// refused, so that a caller cannot have the daemon read what it may not.
+// Nothing of a file that is not a goose migration is echoed in errors. It
+// fails with EInvalid when the directory does not exist or holds no
 // migrations, or a limit is exceeded.
-func LoadDir(dir string) ([]File, error) {
+func LoadDir(dir, root string) ([]File, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, testdbd.Errorf(testdbd.EInvalid,
@@ -49,6 +54,15 @@ func LoadDir(dir string) ([]File, error) {
 	}
 	if !st.IsDir() {
 		return nil, testdbd.Errorf(testdbd.EInvalid, "migrations_dir %q is not a directory", dir)
+	}
+	realRoot, err := realPath(root)
+	if err != nil {
+		return nil, fmt.Errorf("migrations root %q: %w", root, err)
+	}
+	if real, err := realPath(dir); err != nil || !within(real, realRoot) {
+		return nil, testdbd.Errorf(testdbd.EInvalid,
+			"migrations_dir %q is outside %s, the directory this daemon reads migrations from (its --migrations-root): upload the files instead (\"migrations\"), or start the daemon with a --migrations-root that holds them",
+			dir, realRoot)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -63,7 +77,12 @@ func LoadDir(dir string) ([]File, error) {
 		if len(files) == MaxFiles {
 			return nil, testdbd.Errorf(testdbd.EInvalid, "migrations_dir %q holds more than %d migration files", dir, MaxFiles)
 		}
-		info, err := e.Info()
+		path := filepath.Join(dir, e.Name())
+		if real, err := realPath(path); err != nil || !within(real, realRoot) {
+			return nil, testdbd.Errorf(testdbd.EInvalid,
+				"migration %s is a symbolic link leading out of %s (the daemon's --migrations-root): copy the file there, or upload it", e.Name(), realRoot)
+		}
+		info, err := os.Stat(path)
 		if err != nil {
 			return nil, testdbd.Errorf(testdbd.EInvalid, "migration %s: %v", e.Name(), err)
 		}
@@ -74,7 +93,7 @@ func LoadDir(dir string) ([]File, error) {
 		if total > MaxTotal {
 			return nil, testdbd.Errorf(testdbd.EInvalid, "migrations in %q exceed %d bytes in all", dir, MaxTotal)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, testdbd.Errorf(testdbd.EInvalid, "read migration %s: %v", e.Name(), err)
 		}
@@ -160,6 +179,9 @@ func checkFiles(files []File) error {
 		if err := checkName(f.Name); err != nil {
 			return err
 		}
+		if !gooseUp.Match(f.Content) {
+			return fmt.Errorf("migration %s is not a goose SQL migration: it has no \"-- +goose Up\" line (goose runs what follows that line; \"-- +goose Down\" may follow)", f.Name)
+		}
 		v, _ := goose.NumericComponent(f.Name)
 		if other, ok := versions[v]; ok {
 			return fmt.Errorf("migrations %s and %s have the same version %d", other, f.Name, v)
@@ -192,3 +214,21 @@ func Hash(src Source, engine testdbd.Engine) string {
 	field([]byte(src.Seed))
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// realPath returns path made absolute with every symbolic link resolved.
+func realPath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// within reports whether path is root or below it (both real paths).
+func within(path, root string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// gooseUp matches goose's annotation that starts a migration's up part.
+var gooseUp = regexp.MustCompile(`(?m)^\s*--\s*\+goose\s+Up\b`)

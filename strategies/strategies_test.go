@@ -88,7 +88,7 @@ DROP TABLE tags;
 func newFixture(t testing.TB, p testenv.Provider) *fixture {
 	t.Helper()
 	srv := testenv.ServerOf(t, p)
-	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"))
+	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"), "..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,9 +92,10 @@ func CheckName(name string) error {
 }
 
 // Prepare validates req for servers of engine: the name, the engine asked
-// for, the migrations (read from req.MigrationsDir or checked as uploaded)
-// and the seed, and computes the template's hash. Errors are EInvalid.
-func Prepare(req Request, engine testdbd.Engine) (Spec, error) {
+// for, the migrations (read from req.MigrationsDir, which must lie within
+// root, or checked as uploaded) and the seed, and computes the template's
+// hash. Errors are EInvalid.
+func Prepare(req Request, engine testdbd.Engine, root string) (Spec, error) {
 	if err := CheckName(req.Name); err != nil {
 		return Spec{}, err
 	}
@@ -108,7 +109,7 @@ func Prepare(req Request, engine testdbd.Engine) (Spec, error) {
 	var files []migrations.File
 	var err error
 	if req.MigrationsDir != "" {
-		files, err = migrations.LoadDir(req.MigrationsDir)
+		files, err = migrations.LoadDir(req.MigrationsDir, root)
 	} else {
 		files, err = migrations.CheckUpload(req.Files)
 	}

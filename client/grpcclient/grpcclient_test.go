@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 // token.
 func TestLeaseOverGRPC(t *testing.T) {
 	fleet := instance.NewFleet(testenv.Native(t), instance.FleetConfig{MaxInstances: 1, Logger: testenv.Logger(t)})
-	m := lease.New(lease.Config{Fleet: fleet, Logger: testenv.Logger(t)})
+	m := lease.New(lease.Config{Fleet: fleet, Logger: testenv.Logger(t), MigrationsRoot: "../.."})
 	m.Open()
 	srv := server.New(server.Config{GRPCAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Token: "tok", Logger: testenv.Logger(t)},
 		&server.Service{Manager: m, DefaultStrategy: testdbd.StrategySnapshot})

@@ -48,7 +48,7 @@ type proc struct {
 func startDaemon(t *testing.T, stateDir string, args ...string) *proc {
 	t.Helper()
 	args = append([]string{"serve", "--state-dir", stateDir, "--http-addr", "127.0.0.1:0",
-		"--grpc-addr", "127.0.0.1:0", "--log-format", "json"}, args...)
+		"--grpc-addr", "127.0.0.1:0", "--log-format", "json", "--migrations-root", repoRoot}, args...)
 	cmd := exec.Command(binary, args...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

@@ -57,6 +57,7 @@ type serveConfig struct {
 	BuildTimeout      time.Duration
 	MaxBuildTimeout   time.Duration
 	MaxBuilds         int
+	MigrationsRoot    string
 	LogFormat         string
 	LogLevel          string
 	ShutdownTimeout   time.Duration
@@ -96,6 +97,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.BuildTimeout, "build-timeout", lease.DefaultBuildTimeout, "time limit of a template's migrations and seed when the request gives none")
 	fs.DurationVar(&cfg.MaxBuildTimeout, "max-build-timeout", lease.DefaultMaxBuild, "longest build_timeout_seconds accepted")
 	fs.IntVar(&cfg.MaxBuilds, "max-builds", lease.DefaultMaxBuilds, "template builds run at once; others wait")
+	fs.StringVar(&cfg.MigrationsRoot, "migrations-root", "", "the directory a request's migrations_dir must lie in (default: the working directory; / allows any path the daemon can read)")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for calls in flight")
@@ -229,6 +231,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait,
 		LeaseConnections: cfg.LeaseConns, MaxLeaseConnections: cfg.MaxLeaseConns,
 		BuildTimeout: cfg.BuildTimeout, MaxBuildTimeout: cfg.MaxBuildTimeout, MaxBuilds: cfg.MaxBuilds,
+		MigrationsRoot: cfg.MigrationsRoot,
 		Registerer: reg, Logger: log,
 	})
 	manager.Open()
