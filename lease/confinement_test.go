@@ -3,10 +3,12 @@ package lease_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,6 +273,86 @@ func TestConnectionCap(t *testing.T) {
 			}
 			if _, err := e.m.Acquire(context.Background(), lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", MaxConnections: 21}); testdbd.ErrorCode(err) != testdbd.EInvalid {
 				t.Errorf("a cap over the maximum: %v", err)
+			}
+		})
+	}
+}
+
+// TestTemplatesHeal: a template whose databases cannot be made says so at
+// once (degraded, with the server's message) and backs off instead of
+// retrying without end; a template database that went missing is built
+// again, and leases of it are served again.
+func TestTemplatesHeal(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			e := newEnv(t, p, 1, lease.Config{PoolSize: 1, MaxDatabases: 4})
+			ctx := context.Background()
+			info := e.ensure(t, "app", 1)
+
+			// Clones fail: degraded, acquires fail at once with the message, few
+			// attempts.
+			var attempts atomic.Int64
+			lease.FailClones(func(string) error {
+				attempts.Add(1)
+				return errors.New("Error 1030: Got error 28 from storage engine (simulated)")
+			})
+			defer lease.FailClones(nil)
+			first := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"}) // the ready one
+			start := time.Now()
+			_, err := e.m.Acquire(ctx, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: 30 * time.Second})
+			if testdbd.ErrorCode(err) != testdbd.EUnavailable || !strings.Contains(err.Error(), "error 28") {
+				t.Fatalf("acquire while clones fail: %v", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the acquire waited %v instead of failing at once", d)
+			}
+			got, _ := e.m.GetTemplate("app")
+			if got.State != templates.Degraded || !strings.Contains(got.Err, "error 28") {
+				t.Errorf("template while clones fail: %s %q", got.State, got.Err)
+			}
+			time.Sleep(3 * time.Second)
+			if n := attempts.Load(); n > 8 {
+				t.Errorf("%d attempts in about 3 s: no backoff", n)
+			}
+			lease.FailClones(nil)
+			next, err := e.m.Acquire(ctx, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: time.Minute})
+			if err != nil {
+				t.Fatalf("acquire after clones work again: %v", err)
+			}
+			if got, _ := e.m.GetTemplate("app"); got.State != templates.Ready {
+				t.Errorf("template after recovery: %s %q", got.State, got.Err)
+			}
+			e.m.Release(next.ID)
+
+			// The template database goes missing: a reset that needs it says so,
+			// the database is built again and leases are served.
+			mustExec(t, open(t, first), "UPDATE users SET name = 'x' WHERE id = 1")
+			db := e.fleet.Members()[0].DB
+			if _, err := db.Exec("DROP DATABASE `" + info.Database + "`"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.m.Reset(ctx, first.ID, testdbd.StrategyUnspecified); testdbd.ErrorCode(err) != testdbd.EUnavailable ||
+				!strings.Contains(err.Error(), "being built again") {
+				t.Errorf("reset after the template database was dropped: %v", err)
+			}
+			e.m.Release(first.ID)
+			deadline := time.Now().Add(time.Minute)
+			for {
+				l, err := e.m.Acquire(ctx, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: 10 * time.Second})
+				if err == nil {
+					var n int
+					if err := open(t, l).QueryRow("SELECT COUNT(*) FROM users").Scan(&n); err != nil || n == 0 {
+						t.Fatalf("a lease after the rebuild: %d users, %v", n, err)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no lease within a minute of the template database's loss: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if got, _ := e.m.GetTemplate("app"); got.Database == info.Database {
+				t.Errorf("the template database was not built again: %s", got.Database)
 			}
 		})
 	}

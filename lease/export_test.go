@@ -6,3 +6,13 @@ func (m *Manager) Builds() int {
 	defer m.mu.Unlock()
 	return m.builds
 }
+
+// FailClones makes creating worker databases fail with the error fail
+// returns (nil restores it), to test how templates heal and back off.
+func FailClones(fail func(database string) error) {
+	if fail == nil {
+		cloneHook.Store(nil)
+		return
+	}
+	cloneHook.Store(&fail)
+}

@@ -106,6 +106,13 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 		m.stats.Acquired(time.Since(start), 0)
 		return info, nil
 	}
+	if why := t.troubledLocked(); why != "" && time.Until(t.health.retryAt) >= wait {
+		// No database can come within the wait: say why now. (With an
+		// attempt due sooner, the acquire waits for it: a success hands it
+		// a database, a failure the reason.)
+		m.mu.Unlock()
+		return LeaseInfo{}, testdbd.Errorf(testdbd.EUnavailable, "%s; acquire again later", why)
+	}
 	w := &waiter{worker: req.Worker, ch: make(chan *workerDB, 1), gone: make(chan struct{})}
 	t.waiters = append(t.waiters, w)
 	ahead := len(t.waiters) - 1
@@ -446,6 +453,14 @@ func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.
 		m.mu.Unlock()
 		if dead {
 			return rep, testdbd.Errorf(testdbd.EUnavailable, "server instance %s died (%v): acquire a new lease", st.ID(), deathErr)
+		}
+		if templateBroken(err) || db.rep.broken {
+			m.mu.Lock()
+			if !db.rep.broken {
+				m.troubleLocked(db.tpl, db.rep, err)
+			}
+			m.mu.Unlock()
+			return rep, brokenReplicaError(db.tpl)
 		}
 		return rep, testdbd.Wrapf(err, "reset of %s failed", db.name)
 	}

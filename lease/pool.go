@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/testdbd/testdbd"
@@ -78,7 +79,7 @@ func (m *Manager) trimLocked(t *template) {
 func (m *Manager) templatesByNeedLocked() []*template {
 	var first, rest []*template
 	for _, t := range m.templates {
-		if t.state != templates.Ready {
+		if t.state != templates.Ready || t.backingOffLocked() {
 			continue
 		}
 		if len(t.waiters) > 0 {
@@ -192,6 +193,9 @@ func (m *Manager) startReplicaLocked(t *template, st *host) {
 		delete(t.building, st.ID())
 		if err != nil {
 			t.blocked = fmt.Sprintf("building the template on instance %s failed: %v", st.ID(), err)
+			if !isCanceled(err) {
+				m.troubleLocked(t, nil, err)
+			}
 		}
 		m.reapLocked(t)
 		m.mu.Unlock()
@@ -245,12 +249,23 @@ func (m *Manager) registerDBLocked(t *template, rep *replica) *workerDB {
 	return db
 }
 
+// cloneHook, set only by tests, makes creating a worker database fail
+// with the error it returns.
+var cloneHook atomic.Pointer[func(database string) error]
+
 // createDB clones a registered worker database from its replica, gives it a
 // fresh user and a baseline, and puts it in the pool.
 func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 	rep := db.rep
 	st := rep.host
-	owner, err := accounts.CreateOwner(ctx, st.DB, "tdbo_", db.name)
+	var err error
+	if hook := cloneHook.Load(); hook != nil {
+		err = (*hook)(db.name)
+	}
+	var owner accounts.Account
+	if err == nil {
+		owner, err = accounts.CreateOwner(ctx, st.DB, "tdbo_", db.name)
+	}
 	if err == nil {
 		db.owner = owner.User
 		err = rep.schema.Clone(ctx, st.DB, st.ddl, db.name, db.owner)
@@ -270,10 +285,12 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 		m.removeDBLocked(db)
 		if !isCanceled(err) {
 			m.dropDatabase(st, db.name, "creating it failed", db.user, db.owner)
+			m.troubleLocked(db.tpl, rep, err)
 		}
 		m.reapLocked(db.tpl)
 		return fmt.Errorf("create %s: %w", db.name, err)
 	}
+	db.tpl.healthyLocked()
 	m.makeReadyLocked(db)
 	return nil
 }

@@ -42,6 +42,7 @@ type template struct {
 	dbs      []*workerDB         // every worker database, all states
 	waiters  []*waiter           // FIFO
 	blocked  string              // why the filler could not add a database, if it could not
+	health   health              // whether it can make databases now (health.go)
 }
 
 // replica is a template database on one server.
@@ -50,6 +51,7 @@ type replica struct {
 	db     string
 	owner  string // the template database's owner (templates.Built.Owner)
 	schema *schema.Schema
+	broken bool // found missing or damaged; forgotten (health.go)
 }
 
 // workerDB states.
@@ -358,12 +360,14 @@ func (m *Manager) templateInfo(t *template) templates.Info {
 
 func (m *Manager) templateInfoLocked(t *template) templates.Info {
 	info := templates.Info{
-		Name: t.name, Hash: t.hash, State: t.state, Build: t.build, CreatedAt: t.created,
+		Name: t.name, Hash: t.hash, State: t.stateLocked(), Build: t.build, CreatedAt: t.created,
 		Engine: m.fleet.Provider().Engine().String(), Version: t.result.Version,
 		Migrations: append([]string(nil), t.result.Applied...),
 	}
 	if t.err != nil {
 		info.Err = t.err.Error()
+	} else if why := t.troubledLocked(); why != "" {
+		info.Err = why
 	}
 	for _, rep := range t.replicas {
 		if info.InstanceID == "" || rep.host.ID() < info.InstanceID {

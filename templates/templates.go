@@ -16,6 +16,9 @@ const (
 	Building State = "building"
 	Ready    State = "ready"
 	Failed   State = "failed"
+	// Degraded is a ready template that cannot make databases now (its
+	// error says why); testdbd retries with a backoff.
+	Degraded State = "degraded"
 )
 
 // Request asks for a template.

@@ -1,0 +1,106 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/templates"
+)
+
+// Backoff of a template whose databases cannot be made: the first retry
+// after minBackoff, doubling up to maxBackoff.
+const (
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 30 * time.Second
+)
+
+// health is whether a template can make databases now.
+type health struct {
+	failures int       // making a database (or a replica) failed this many times in a row
+	trouble  string    // the last failure, "" after a success
+	retryAt  time.Time // the filler tries again no sooner
+}
+
+// troubleLocked records that making a database of t on rep's server (rep
+// nil: building a replica) failed with err: t backs off exponentially, its
+// waiters get the error now instead of a timeout, and a template database
+// found missing or damaged is forgotten so that the filler builds it again.
+func (m *Manager) troubleLocked(t *template, rep *replica, err error) {
+	h := &t.health
+	h.failures++
+	h.trouble = err.Error()
+	backoff := min(minBackoff<<min(h.failures-1, 16), maxBackoff)
+	h.retryAt = time.Now().Add(backoff)
+	if rep != nil && templateBroken(err) && t.replicas[rep.host.ID()] == rep {
+		m.log.Warn("the template database is missing or damaged; building it again", "template", t.name,
+			"database", rep.db, "instance", rep.host.ID(), "err", err)
+		m.forgetReplicaLocked(t, rep)
+	}
+	reason := fmt.Sprintf("template %s cannot make databases now: %s (testdbd tries again in %v)", t.name, h.trouble, backoff.Round(time.Millisecond))
+	for _, w := range t.waiters {
+		w.reason = reason
+		close(w.gone)
+	}
+	t.waiters = nil
+}
+
+// healthyLocked records that t made a database.
+func (t *template) healthyLocked() { t.health = health{} }
+
+// troubledLocked says why an acquire of t cannot wait for a database, or "".
+func (t *template) troubledLocked() string {
+	if t.health.trouble == "" {
+		return ""
+	}
+	return fmt.Sprintf("template %s cannot make databases now: %s (testdbd tries again in %v)",
+		t.name, t.health.trouble, time.Until(t.health.retryAt).Round(time.Millisecond))
+}
+
+// backingOffLocked reports whether the filler must not try t yet.
+func (t *template) backingOffLocked() bool {
+	return t.health.trouble != "" && time.Now().Before(t.health.retryAt)
+}
+
+// forgetReplicaLocked drops a broken template database: its idle worker
+// databases go with it, leased ones when their leases end (their resets
+// fail, saying so), and the filler builds a new one.
+func (m *Manager) forgetReplicaLocked(t *template, rep *replica) {
+	delete(t.replicas, rep.host.ID())
+	rep.broken = true
+	for _, db := range append([]*workerDB(nil), t.dbs...) {
+		if db.rep == rep && db.state == dbReady {
+			m.dropDBLocked(db, "its template database is broken")
+		}
+	}
+	rep.host.tables -= len(rep.schema.Tables)
+	m.dropDatabase(rep.host, rep.db, "template database broken", rep.owner)
+}
+
+// templateBroken reports whether err says that a template database is
+// missing or lacks a table: the server's "unknown database" and "table
+// doesn't exist", which a clone or a restore of an intact template never
+// gets.
+func templateBroken(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1049 || me.Number == 1146)
+}
+
+// stateLocked is the state shown for t: Degraded while it is ready but
+// cannot make databases.
+func (t *template) stateLocked() templates.State {
+	if t.state == templates.Ready && t.health.trouble != "" {
+		return templates.Degraded
+	}
+	return t.state
+}
+
+// brokenReplicaError is the error of a reset of a database whose template
+// database was found broken.
+func brokenReplicaError(t *template) error {
+	return testdbd.Errorf(testdbd.EUnavailable,
+		"the template database of %s was lost and is being built again: release this lease and acquire a new one", t.name)
+}
