@@ -11,31 +11,63 @@ import (
 	"github.com/testdbd/testdbd/internal/random"
 )
 
-// watchableDatadir returns inst's datadir as the daemon sees it when its
-// directories can be watched for schema changes: the server is MariaDB
-// (whose tables, views and triggers are files in the database's
-// directory: every DDL statement on them creates, renames or removes
-// one), the instance exposes the datadir
-// (testdbd.LocalDatadir) and the filesystem gives every change of a
-// directory a modification time that differs from the last one read, even
-// within one clock tick (Linux's fine-grained timestamps, tmpfs since
-// 6.13). It returns "" otherwise, and why.
-func watchableDatadir(inst testdbd.Instance) (string, string) {
-	if inst.Engine().Flavor != testdbd.MariaDB {
-		return "", "MySQL keeps table definitions in its data dictionary, not in each database's directory"
-	}
-	ld, ok := inst.(testdbd.LocalDatadir)
-	if !ok {
-		return "", "the provider does not expose the datadir"
-	}
-	dir := ld.LocalDatadir()
-	if dir == "" {
-		return "", "the datadir is not visible to the daemon"
+// watchable reports whether the database directories of a server of
+// engine, whose datadir the daemon sees at dir (""), can be watched for
+// schema changes, or says why not: the server must be MariaDB (whose
+// tables, views and triggers are files in the database's directory: every
+// DDL statement on them creates, renames or removes one), and the
+// filesystem must give every change of a directory a modification time
+// that differs from the last one read, even within one clock tick (Linux's
+// fine-grained timestamps, tmpfs since 6.13).
+func watchable(engine testdbd.Engine, dir string) (bool, string) {
+	switch {
+	case engine.Flavor != testdbd.MariaDB:
+		return false, "MySQL keeps table definitions in its data dictionary, not in each database's directory"
+	case dir == "":
+		return false, "the datadir is not visible to the daemon"
 	}
 	if err := fineTimestamps(dir); err != nil {
-		return "", err.Error()
+		return false, err.Error()
 	}
-	return dir, ""
+	return true, ""
+}
+
+// Usage is what a datadir's filesystem holds.
+type Usage struct {
+	Size, Free int64 // bytes: the filesystem's size, and what is free
+}
+
+// DatadirUsage returns the size and free space of the filesystem holding
+// the server's datadir; ok is false when the daemon cannot see it.
+func (s *Member) DatadirUsage() (u Usage, ok bool) {
+	if s.Datadir == "" {
+		return u, false
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.Datadir, &st); err != nil {
+		return u, false
+	}
+	return Usage{Size: int64(st.Blocks) * st.Bsize, Free: int64(st.Bavail) * st.Bsize}, true
+}
+
+// DatabaseBytes returns the bytes the files of database db take on the
+// filesystem (allocated blocks, not apparent sizes); ok is false when the
+// daemon cannot see the datadir.
+func (s *Member) DatabaseBytes(db string) (n int64, ok bool) {
+	if s.Datadir == "" {
+		return 0, false
+	}
+	entries, err := os.ReadDir(filepath.Join(s.Datadir, db))
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range entries {
+		var st unix.Stat_t
+		if unix.Lstat(filepath.Join(s.Datadir, db, e.Name()), &st) == nil {
+			n += st.Blocks * 512
+		}
+	}
+	return n, true
 }
 
 // fineTimestamps checks that changes to a directory of dir's filesystem,

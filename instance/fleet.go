@@ -57,11 +57,13 @@ type Member struct {
 	Flavor testdbd.Flavor
 	// Settings were asked for and read back when the server started.
 	Settings []testdbd.Setting
-	// Datadir is the server's datadir as the daemon sees it when its
-	// database directories can be watched for schema changes (see
-	// watchableDatadir); "" when they cannot, and DatadirWhy says why.
-	Datadir    string
-	DatadirWhy string
+	// Datadir is the server's datadir as the daemon sees it
+	// (testdbd.LocalDatadir), "" when it cannot see it. Watch says whether
+	// its database directories can be watched for schema changes (see
+	// watchable); when not, WatchWhy says why.
+	Datadir  string
+	Watch    bool
+	WatchWhy string
 
 	fleet    *Fleet
 	stopped  chan struct{} // closed when the fleet stops the server on purpose
@@ -150,8 +152,11 @@ func (f *Fleet) start(ctx context.Context) (*Member, error) {
 		_ = s.stop(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("instance %s: %w", inst.ID(), err)
 	}
-	if s.Datadir, s.DatadirWhy = watchableDatadir(inst); s.Datadir == "" {
-		f.log.Info("schema changes will be detected from the server's statement counters", "instance", inst.ID(), "why", s.DatadirWhy)
+	if ld, ok := inst.(testdbd.LocalDatadir); ok {
+		s.Datadir = ld.LocalDatadir()
+	}
+	if s.Watch, s.WatchWhy = watchable(inst.Engine(), s.Datadir); !s.Watch {
+		f.log.Info("schema changes will be detected from the server's statement counters", "instance", inst.ID(), "why", s.WatchWhy)
 	}
 	return s, nil
 }
@@ -160,7 +165,7 @@ func (f *Fleet) start(ctx context.Context) (*Member, error) {
 // or "" when the datadir cannot be watched. Names are testdbd's own
 // (letters, digits, underscores), so they need no encoding.
 func (s *Member) DatabaseDir(db string) string {
-	if s.Datadir == "" {
+	if !s.Watch {
 		return ""
 	}
 	return s.Datadir + "/" + db

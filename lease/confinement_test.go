@@ -357,3 +357,83 @@ func TestTemplatesHeal(t *testing.T) {
 		})
 	}
 }
+
+// TestSpace: a lease that fills its database fails alone, at its cap, and
+// gets its space back to the server; another lease on the same server
+// keeps working and the server stays up. When the server runs short of
+// space before any lease reaches its cap, the largest lease fails.
+func TestSpace(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			for _, c := range []struct {
+				name  string
+				cfg   lease.Config
+				match string
+			}{
+				{"cap", lease.Config{PoolSize: 2, LeaseSpace: 48 << 20}, "--lease-space=48M"},
+				{"reserve", lease.Config{PoolSize: 2, LeaseSpace: 8 << 30, SpaceReserve: 400 << 20}, "--space-reserve"},
+			} {
+				t.Run(c.name, func(t *testing.T) { fillSpace(t, p, c.cfg, c.match) })
+			}
+		})
+	}
+}
+
+func fillSpace(t *testing.T, p testenv.Provider, cfg lease.Config, match string) {
+	e := newEnv(t, p, 1, cfg)
+	e.ensure(t, "app", 2)
+	x := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
+	y := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
+	if _, ok := e.fleet.Members()[0].DatadirUsage(); !ok {
+		t.Skip("the datadir is not visible to the daemon: space is not watched")
+	}
+	xdb, ydb := open(t, x), open(t, y)
+	mustExec(t, xdb, "CREATE TABLE fill (id INT AUTO_INCREMENT PRIMARY KEY, pad LONGBLOB)")
+	mustExec(t, xdb, "INSERT INTO fill (pad) VALUES (REPEAT('x', 1000000))")
+	var stopped error
+	for i := 0; i < 1000 && stopped == nil; i++ {
+		_, stopped = xdb.Exec("INSERT INTO fill (pad) SELECT pad FROM fill LIMIT 4")
+		time.Sleep(5 * time.Millisecond)
+	}
+	if stopped == nil {
+		t.Fatal("the lease wrote 4 GB without being stopped")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, _ := e.m.Get(x.ID)
+		if got.State == lease.LeaseFailed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the filling lease is %s after its writes were refused (%v)", got.State, stopped)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, err := e.m.Reset(context.Background(), x.ID, testdbd.StrategyUnspecified)
+	if err == nil || !strings.Contains(err.Error(), match) {
+		t.Errorf("the failed lease's error does not name the limit (%s): %v", match, err)
+	}
+	// The other lease works, and so does the server.
+	mustExec(t, ydb, "INSERT INTO users (email, name) VALUES ('still@x', 'fine')")
+	if _, err := e.m.Reset(context.Background(), y.ID, testdbd.StrategyUnspecified); err != nil {
+		t.Errorf("the other lease's reset: %v", err)
+	}
+	select {
+	case <-e.fleet.Members()[0].Done():
+		t.Fatal("the server died")
+	default:
+	}
+	// The space came back.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		u, _ := e.fleet.Members()[0].DatadirUsage()
+		if u.Free > u.Size/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's datadir has %dM free of %dM", u.Free>>20, u.Size>>20)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: 30 * time.Second})
+}

@@ -411,6 +411,7 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 	}
 	m.log.Debug("recycled", "database", db.name, "revoke", t1.Sub(t0), "reset", t2.Sub(t1),
 		"detect", rep.Phases.Detect, "restore", rep.Phases.Restore, "new_user", time.Since(t2), "err", err)
+	big := err == nil && m.tooBig(db)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if db.rep.host.dead {
@@ -427,6 +428,12 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 	}
 	if rep.FallbackReason != "" {
 		m.log.Info("reset fell back", "database", db.name, "reason", rep.FallbackReason)
+	}
+	if big {
+		m.dropDBLocked(db, "it grew far past its template's size; a new one is made")
+		m.reapLocked(db.tpl)
+		m.kickFill()
+		return
 	}
 	m.makeReadyLocked(db)
 }

@@ -53,6 +53,11 @@ type Config struct {
 	MaxWait           time.Duration
 	Registerer        prometheus.Registerer // nil means no metrics
 	Logger            *slog.Logger
+	// LeaseSpace is the most bytes a leased database's files may take;
+	// SpaceReserve the free space kept on every server's datadir (0: a
+	// tenth of its size). See space.go.
+	LeaseSpace   int64
+	SpaceReserve int64
 	// MigrationsRoot is the directory whose tree migrations_dir must lie in
 	// ("": the working directory).
 	MigrationsRoot string
@@ -123,6 +128,7 @@ func New(cfg Config) *Manager {
 	positive(&cfg.MaxBuildTimeout, DefaultMaxBuild)
 	positive(&cfg.MaxBuilds, DefaultMaxBuilds)
 	positive(&cfg.LeaseConnections, DefaultLeaseConns)
+	positive(&cfg.LeaseSpace, DefaultLeaseSpace)
 	positive(&cfg.MaxLeaseConnections, DefaultMaxLeaseConn)
 	cfg.MaxLeaseConnections = max(cfg.MaxLeaseConnections, cfg.LeaseConnections)
 	cfg.MaxBuildTimeout = max(cfg.MaxBuildTimeout, cfg.BuildTimeout)
@@ -142,7 +148,7 @@ func New(cfg Config) *Manager {
 }
 
 // positive sets *v to def unless it is positive.
-func positive[T int | time.Duration](v *T, def T) {
+func positive[T int | int64 | time.Duration](v *T, def T) {
 	if *v <= 0 {
 		*v = def
 	}
@@ -153,8 +159,9 @@ func (m *Manager) Open() {
 	for _, s := range m.fleet.Members() {
 		m.adopt(s)
 	}
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.fillLoop()
+	go m.spaceLoop()
 }
 
 // Close stops background work and waits for it. Servers are the fleet's to

@@ -51,7 +51,8 @@ type replica struct {
 	db     string
 	owner  string // the template database's owner (templates.Built.Owner)
 	schema *schema.Schema
-	broken bool // found missing or damaged; forgotten (health.go)
+	broken bool  // found missing or damaged; forgotten (health.go)
+	bytes  int64 // its files' size when built (0: not visible)
 }
 
 // workerDB states.
@@ -235,6 +236,7 @@ func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first
 		return nil, err
 	}
 	rep := &replica{host: st, db: name, owner: built.Owner, schema: built.Schema}
+	rep.bytes, _ = st.DatabaseBytes(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if st.dead {

@@ -57,8 +57,8 @@ func TestPropertyResetEqualsTemplate(t *testing.T) {
 func propertyRun(t *testing.T, p testenv.Provider, seed uint64, counters bool) {
 	f := newFixture(t, p)
 	f.counters = counters
-	if !counters && f.srv.Datadir == "" {
-		t.Logf("the datadir cannot be watched (%s): schema changes are detected from the statement counters", f.srv.DatadirWhy)
+	if !counters && !f.srv.Watch {
+		t.Logf("the datadir cannot be watched (%s): schema changes are detected from the statement counters", f.srv.WatchWhy)
 	}
 	for _, s := range testdbd.Strategies {
 		t.Run(s.String(), func(t *testing.T) {

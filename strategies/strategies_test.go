@@ -324,7 +324,7 @@ func TestRollbackEndsOpenSessions(t *testing.T) {
 // watchModes are the two ways schema changes are detected, where both
 // work: watching the database's directory, and the server's counters.
 func watchModes(f *fixture) []bool {
-	if f.srv.Datadir == "" {
+	if !f.srv.Watch {
 		return []bool{true}
 	}
 	return []bool{false, true}

@@ -58,6 +58,8 @@ type serveConfig struct {
 	MaxBuildTimeout   time.Duration
 	MaxBuilds         int
 	MigrationsRoot    string
+	LeaseSpace        byteSize
+	SpaceReserve      byteSize
 	LogFormat         string
 	LogLevel          string
 	ShutdownTimeout   time.Duration
@@ -97,6 +99,9 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.BuildTimeout, "build-timeout", lease.DefaultBuildTimeout, "time limit of a template's migrations and seed when the request gives none")
 	fs.DurationVar(&cfg.MaxBuildTimeout, "max-build-timeout", lease.DefaultMaxBuild, "longest build_timeout_seconds accepted")
 	fs.IntVar(&cfg.MaxBuilds, "max-builds", lease.DefaultMaxBuilds, "template builds run at once; others wait")
+	cfg.LeaseSpace = lease.DefaultLeaseSpace
+	fs.Var(&cfg.LeaseSpace, "lease-space", "most space a leased database's files may take; a lease past it fails alone and its database is dropped")
+	fs.Var(&cfg.SpaceReserve, "space-reserve", "free space kept on every server's datadir: below it the lease with the largest database fails (0: a tenth of the datadir's size)")
 	fs.StringVar(&cfg.MigrationsRoot, "migrations-root", "", "the directory a request's migrations_dir must lie in (default: the working directory; / allows any path the daemon can read)")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -231,7 +236,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait,
 		LeaseConnections: cfg.LeaseConns, MaxLeaseConnections: cfg.MaxLeaseConns,
 		BuildTimeout: cfg.BuildTimeout, MaxBuildTimeout: cfg.MaxBuildTimeout, MaxBuilds: cfg.MaxBuilds,
-		MigrationsRoot: cfg.MigrationsRoot,
+		MigrationsRoot: cfg.MigrationsRoot, LeaseSpace: int64(cfg.LeaseSpace), SpaceReserve: int64(cfg.SpaceReserve),
 		Registerer: reg, Logger: log,
 	})
 	manager.Open()

@@ -1,0 +1,126 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/testdbd/testdbd/accounts"
+)
+
+// Space: no lease can fill its server's datadir, which would make the
+// server fail every lease on it (InnoDB aborts when it runs out of space in
+// its own files). Every spaceCheckEvery the manager measures, on each
+// server whose datadir it can see, each leased database's files and the
+// filesystem's free space. A lease whose database outgrows its cap
+// (Config.LeaseSpace), and, when the free space falls below the reserve,
+// the lease with the largest database, fails alone: its sessions are
+// ended and its database dropped, which gives the space back at once.
+const spaceCheckEvery = 250 * time.Millisecond
+
+// Defaults of the space limits.
+const (
+	DefaultLeaseSpace = 512 << 20
+	minReserve        = 32 << 20
+)
+
+// spaceLoop checks space until the manager closes.
+func (m *Manager) spaceLoop() {
+	defer m.wg.Done()
+	tick := time.NewTicker(spaceCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-tick.C:
+			m.checkSpace()
+		}
+	}
+}
+
+// leasedDB is a leased database and its lease, as checkSpace sees them.
+type leasedDB struct {
+	l     *lease
+	db    *workerDB
+	bytes int64
+}
+
+// checkSpace fails the leases that use more space than they may.
+func (m *Manager) checkSpace() {
+	m.mu.Lock()
+	byHost := map[*host][]leasedDB{}
+	for _, l := range m.leases {
+		if h := l.db.rep.host; !h.dead {
+			byHost[h] = append(byHost[h], leasedDB{l: l, db: l.db})
+		}
+	}
+	m.mu.Unlock()
+	for h, dbs := range byHost {
+		usage, ok := h.DatadirUsage()
+		if !ok {
+			continue // not visible (e.g. a pod): the cap is not enforced there
+		}
+		var victims []leasedDB
+		for i := range dbs {
+			dbs[i].bytes, _ = h.DatabaseBytes(dbs[i].db.name)
+			if dbs[i].bytes > m.cfg.LeaseSpace {
+				victims = append(victims, dbs[i])
+			}
+		}
+		reason := func(d leasedDB) string {
+			return fmt.Sprintf("its database %s grew to %dM, over the space a lease may use (--lease-space=%dM); it was dropped",
+				d.db.name, d.bytes>>20, m.cfg.LeaseSpace>>20)
+		}
+		reserve := max(m.cfg.SpaceReserve, usage.Size/10, minReserve)
+		if len(victims) == 0 && usage.Free < reserve && len(dbs) > 0 {
+			sort.Slice(dbs, func(i, j int) bool { return dbs[i].bytes > dbs[j].bytes })
+			victims = dbs[:1]
+			reason = func(d leasedDB) string {
+				return fmt.Sprintf("server instance %s had %dM free, less than its reserve of %dM (--space-reserve), and this lease's database %s was the largest on it at %dM; it was dropped",
+					h.ID(), usage.Free>>20, reserve>>20, d.db.name, d.bytes>>20)
+			}
+		}
+		for _, v := range victims {
+			m.mu.Lock()
+			if v.l.state == LeaseActive {
+				m.log.Warn("lease failed for space", "lease", v.l.id, "database", v.db.name, "bytes", v.bytes)
+				m.endLeaseLocked(v.l, LeaseFailed, reason(v))
+				m.discardLocked(v.db, "space")
+			}
+			m.mu.Unlock()
+		}
+	}
+}
+
+// discardLocked removes db from its pool, ends its user's sessions and
+// drops it with its accounts, in the background.
+func (m *Manager) discardLocked(db *workerDB, why string) {
+	m.removeDBLocked(db)
+	st, user := db.rep.host, db.user
+	if st.dead {
+		return
+	}
+	m.goBackground(func(ctx context.Context) {
+		if user != "" {
+			if conn, err := st.DB.Conn(ctx); err == nil {
+				_ = accounts.Drop(ctx, conn, user)
+				_, _ = accounts.EndSessions(ctx, conn, st.Flavor, user, false)
+				conn.Close()
+			}
+		}
+		m.mu.Lock()
+		m.dropDatabase(st, db.name, why, db.owner)
+		m.mu.Unlock()
+	})
+	m.kickFill()
+}
+
+// tooBig reports whether db, just reset, takes so much more space than
+// its template database that it should be dropped and made again rather
+// than handed out: resets empty tables but do not shrink their files.
+func (m *Manager) tooBig(db *workerDB) bool {
+	n, ok := db.rep.host.DatabaseBytes(db.name)
+	return ok && n > 2*db.rep.bytes+64<<20
+}
