@@ -72,7 +72,7 @@ generate: tools
 	PATH=$(TOOLS):$$PATH buf lint
 	rm -f api/testdb/v1/*.go api/openapi/*.json
 	PATH=$(TOOLS):$$PATH buf generate
-	$(GO) run ./docs/restdoc -o docs/rest-api.md
+	$(GO) run ./tools/restdoc -o docs/rest-api.md
 
 ## check-generated: fail when the committed api/ differs from what proto/ generates
 check-generated: tools

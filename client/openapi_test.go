@@ -102,7 +102,7 @@ func checkEnum(t *testing.T, name string, values []string) {
 		"v1Strategy": {string(client.StrategyUnspecified), string(client.StrategyTruncate),
 			string(client.StrategySnapshot), string(client.StrategyRollback)},
 		"v1TemplateState": {"TEMPLATE_STATE_UNSPECIFIED", string(client.TemplateBuilding),
-			string(client.TemplateReady), string(client.TemplateFailed)},
+			string(client.TemplateReady), string(client.TemplateFailed), string(client.TemplateDegraded)},
 	}[name]
 	sort.Strings(values)
 	sort.Strings(known)

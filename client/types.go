@@ -58,6 +58,9 @@ const (
 	TemplateBuilding TemplateState = "TEMPLATE_STATE_BUILDING"
 	TemplateReady    TemplateState = "TEMPLATE_STATE_READY"
 	TemplateFailed   TemplateState = "TEMPLATE_STATE_FAILED"
+	// TemplateDegraded is a built template that cannot make databases now;
+	// Template.Error says why.
+	TemplateDegraded TemplateState = "TEMPLATE_STATE_DEGRADED"
 )
 
 // MigrationFile is one uploaded goose migration file.
@@ -77,6 +80,8 @@ type EnsureTemplateRequest struct {
 	Engine        string          `json:"engine,omitempty"`   // "mariadb", "mysql" or "" for any
 	Async         bool            `json:"async,omitempty"`    // return while still building
 	PoolSize      int32           `json:"pool_size,omitempty"`
+	// BuildTimeoutSeconds limits the build; 0 means the daemon's default.
+	BuildTimeoutSeconds int32 `json:"build_timeout_seconds,omitempty"`
 }
 
 // Template is a database built once from migrations and seed SQL.
@@ -131,6 +136,9 @@ type AcquireLeaseRequest struct {
 	// WaitTimeoutMs is how long to wait for a free database; 0 means the
 	// daemon's default.
 	WaitTimeoutMs int64 `json:"wait_timeout_ms,omitempty,string"`
+	// MaxConnections caps the lease's connections; 0 means the daemon's
+	// default.
+	MaxConnections int32 `json:"max_connections,omitempty"`
 }
 
 // Lease is exclusive use of one worker database, with its own MySQL user.
@@ -154,6 +162,10 @@ type Lease struct {
 	TTLSeconds   int32     `json:"ttl_seconds"`
 	Resets       int64     `json:"resets,string"`
 	TemplateHash string    `json:"template_hash"`
+	// MaxConnections is the most connections the lease may have open.
+	MaxConnections int32 `json:"max_connections"`
+	// EndedReason says why the lease ended, once it has.
+	EndedReason string `json:"ended_reason"`
 }
 
 // ResetReport says what a reset did and how long each phase took.
@@ -205,6 +217,7 @@ type Instance struct {
 	Error              string    `json:"error"`
 	StartedAt          time.Time `json:"started_at"`
 	SettingsMismatched []string  `json:"settings_mismatched"`
+	DatadirSizeBytes   int64     `json:"datadir_size_bytes,string"` // the datadir's filesystem size; 0 when not visible
 }
 
 // Setting is a server setting the daemon asked for and the value the

@@ -336,9 +336,10 @@ func TestDashboard(t *testing.T) {
 	})()`)
 	waitText(t, ctx, "#latency", "reset truncate", "reset snapshot", "reset rollback", "acquire")
 	waitJS(t, ctx, "the latency chart has bars", `document.querySelectorAll('#latency-chart rect').length >= 9`)
-	// This daemon does not record events yet: the page says so.
-	waitJS(t, ctx, "the events note", `!document.getElementById('events-unavailable').hidden`)
-	waitText(t, ctx, "#events-unavailable", "Not available from this daemon", "501")
+	// The recent resets and the errors (the failed template).
+	waitJS(t, ctx, "the recent resets", `!document.getElementById('resets').hidden && document.querySelectorAll('#resets tbody tr').length > 0`)
+	waitText(t, ctx, "#resets", "app", "reset", "snapshot")
+	waitText(t, ctx, "#events", "template_failed", "legacy", "00001_orders.sql")
 	if h := eval[string](t, ctx, `document.querySelector('#templates article[data-key="app"] code').title`); len(h) != 64 {
 		t.Errorf("the full hash is not on the short one's title: %q", h)
 	}

@@ -437,3 +437,50 @@ func fillSpace(t *testing.T, p testenv.Provider, cfg lease.Config, match string)
 	}
 	e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: 30 * time.Second})
 }
+
+// TestEvents: the recent resets (asked for, and recycles of released and
+// expired leases) and the events an operator should see are kept, newest
+// first, and can be read from a sequence number on.
+func TestEvents(t *testing.T) {
+	p := testenv.Providers()[0]
+	e := newEnv(t, p, 1, lease.Config{PoolSize: 2})
+	e.ensure(t, "app", 2)
+	ctx := context.Background()
+	l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
+	mustExec(t, open(t, l), "UPDATE users SET name = 'x' WHERE id = 1")
+	if _, err := e.m.Reset(ctx, l.ID, testdbd.StrategyUnspecified); err != nil {
+		t.Fatal(err)
+	}
+	resets, _ := e.m.Events(10, 0)
+	if len(resets) == 0 || resets[0].Trigger != "reset" || resets[0].Report.LeaseID != l.ID || resets[0].Template != "app" ||
+		len(resets[0].Report.TablesReset) == 0 {
+		t.Fatalf("resets after ResetLease: %+v", resets)
+	}
+	mark := resets[0].Seq
+	e.m.Release(l.ID)
+	short := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", TTL: time.Second})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resets, events := e.m.Events(10, mark)
+		var release, expiry, expired bool
+		for _, r := range resets {
+			release = release || r.Trigger == "release" && r.Report.LeaseID == l.ID
+			expiry = expiry || r.Trigger == "expiry" && r.Report.LeaseID == short.ID
+		}
+		for _, ev := range events {
+			expired = expired || ev.Kind == "lease_expired" && ev.LeaseID == short.ID && ev.Level == "warning"
+		}
+		if release && expiry && expired {
+			for _, r := range resets {
+				if r.Seq <= mark {
+					t.Errorf("an entry at or before the mark: %+v", r)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after release and expiry: resets %+v events %+v", resets, events)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

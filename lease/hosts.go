@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/testdbd/testdbd"
@@ -27,6 +28,7 @@ type host struct {
 // with a clear error, its databases leave the pools, and the filler starts
 // replacements as demand requires.
 func (m *Manager) OnInstanceDeath(s *instance.Member, err error) {
+	m.event("error", "instance_died", fmt.Sprintf("server instance %s died: %v; its leases failed, a replacement serves new ones", s.ID(), err), "", "", s.ID(), "")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.hosts[s.ID()]
@@ -54,6 +56,9 @@ func (m *Manager) adoptLocked(s *instance.Member) *host {
 		return st
 	}
 	st := &host{Member: s, ddl: &strategies.DDLCounter{}, tdc: instance.DefaultConfig.TableCacheSize()}
+	if bad := testdbd.Mismatched(s.Settings); len(bad) > 0 {
+		m.event("warning", "settings_mismatched", "server instance "+s.ID()+" runs with settings other than those asked for: "+strings.Join(bad, "; "), "", "", s.ID(), "")
+	}
 	for _, set := range s.Settings {
 		switch {
 		case set.Name == "table_definition_cache":
@@ -136,6 +141,9 @@ func (m *Manager) startServer(ctx context.Context) (*host, error) {
 type InstanceInfo struct {
 	testdbd.InstanceInfo
 	Databases int // databases on the server now (system schemas excluded); -1 when it could not be read
+	// DatadirSize is the size of the filesystem holding the datadir (0: not
+	// visible to the daemon).
+	DatadirSize int64
 }
 
 // Instances describes every running instance, with the settings read back
@@ -144,7 +152,8 @@ func (m *Manager) Instances(ctx context.Context) []InstanceInfo {
 	var out []InstanceInfo
 	for _, s := range m.fleet.Members() {
 		info, n := s.Describe(ctx)
-		out = append(out, InstanceInfo{InstanceInfo: info, Databases: n})
+		u, _ := s.DatadirUsage()
+		out = append(out, InstanceInfo{InstanceInfo: info, Databases: n, DatadirSize: u.Size})
 	}
 	return out
 }

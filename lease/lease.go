@@ -13,6 +13,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/internal/random"
+	"github.com/testdbd/testdbd/stats"
 	"github.com/testdbd/testdbd/strategies"
 	"github.com/testdbd/testdbd/templates"
 )
@@ -317,7 +318,7 @@ func (m *Manager) Reset(ctx context.Context, id string, s testdbd.Strategy) (tes
 	// on the client keeps running on the server, beside the next reset.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resetTimeout)
 	defer cancel()
-	rep, err := m.runReset(rctx, db, target)
+	rep, err := m.runReset(rctx, db, target, id, "reset")
 	rep.LeaseID = id
 	if err != nil {
 		return rep, err
@@ -357,6 +358,8 @@ func (m *Manager) expire(id string) {
 		return // renewed in the meantime, or already ended
 	}
 	m.log.Warn("lease expired", "lease", id, "template", l.tpl.name, "database", l.db.name, "ttl", l.ttl)
+	m.event("warning", "lease_expired", fmt.Sprintf("lease %s expired after its TTL of %v: renew leases before their TTL runs out", id, l.ttl),
+		l.tpl.name, id, l.db.rep.host.ID(), l.db.name)
 	m.stats.Expired()
 	m.endLeaseLocked(l, LeaseExpired, fmt.Sprintf("expired at %s after its TTL of %v", l.expires.UTC().Format(time.RFC3339), l.ttl))
 }
@@ -386,11 +389,16 @@ func (m *Manager) endLeaseLocked(l *lease, state, why string) {
 	db.state = dbResetting
 	m.poolChangedLocked(l.tpl)
 	strategy := l.strategy
-	m.goBackground(func(ctx context.Context) { m.recycle(ctx, db, strategy) })
+	trigger := "release"
+	if state == LeaseExpired {
+		trigger = "expiry"
+	}
+	id := l.id
+	m.goBackground(func(ctx context.Context) { m.recycle(ctx, db, strategy, id, trigger) })
 }
 
 // recycle makes a used database clean for the next lease.
-func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy) {
+func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy, leaseID, trigger string) {
 	if err := db.lock(ctx); err != nil {
 		return
 	}
@@ -403,7 +411,7 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 		m.mu.Lock()
 		target := m.targetLocked(db, "", s)
 		m.mu.Unlock()
-		rep, err = m.runReset(ctx, db, target)
+		rep, err = m.runReset(ctx, db, target, leaseID, trigger)
 	}
 	t2 := time.Now()
 	if err == nil {
@@ -420,6 +428,8 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy)
 	if err != nil {
 		if !isCanceled(err) {
 			m.log.Error("recycle worker database; dropping it", "database", db.name, "err", err)
+			m.event("error", "recycle_failed", "recycling "+db.name+" failed; it was dropped and a new one is made: "+err.Error(),
+				db.tpl.name, leaseID, db.rep.host.ID(), db.name)
 		}
 		m.dropDBLocked(db, "recycle failed")
 		m.reapLocked(db.tpl)
@@ -447,12 +457,21 @@ func (m *Manager) targetLocked(db *workerDB, user string, s testdbd.Strategy) st
 
 // runReset runs one reset, records its baseline and metrics. db's operation
 // lock must be held.
-func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.Target) (testdbd.ResetReport, error) {
+func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.Target, leaseID, trigger string) (rep testdbd.ResetReport, err error) {
 	rep, base, err := strategies.Reset(ctx, target)
 	m.mu.Lock()
 	db.baseline = base // nil after a failure: the next reset checks everything
 	m.mu.Unlock()
 	m.stats.Reset(rep, err)
+	defer func() {
+		rep.LeaseID = leaseID
+		e := stats.ResetEvent{Template: db.tpl.name, InstanceID: db.rep.host.ID(), Trigger: trigger, Report: rep}
+		if err != nil {
+			e.Err = err.Error()
+			m.event("error", "reset_failed", err.Error(), db.tpl.name, leaseID, db.rep.host.ID(), db.name)
+		}
+		m.stats.RecordReset(e)
+	}()
 	if err != nil {
 		st := db.rep.host
 		m.mu.Lock()
@@ -511,6 +530,6 @@ func (m *Manager) leaseInfoLocked(l *lease) LeaseInfo {
 		Database: l.db.name, Host: host, Port: port, User: l.user, Password: l.password,
 		DSN: cfg.FormatDSN(), URL: u.String(), InstanceID: l.db.rep.host.ID(), State: l.state,
 		AcquiredAt: l.acquired, ExpiresAt: l.expires, TTL: l.ttl, Waited: l.waited, Resets: l.resets,
-		MaxConnections: l.maxConns,
+		MaxConnections: l.maxConns, EndedReason: l.why,
 	}
 }

@@ -265,3 +265,15 @@ func (m *Manager) Stats() Stats {
 	out.Snapshot = m.stats.Snapshot()
 	return out
 }
+
+// event records something an operator should know about (GetEvents).
+func (m *Manager) event(level, kind, msg, template, leaseID, instanceID, database string) {
+	m.stats.RecordEvent(stats.Event{Level: level, Kind: kind, Message: msg, Template: template,
+		LeaseID: leaseID, InstanceID: instanceID, Database: database})
+}
+
+// Events returns up to limit of the newest resets and events after seq
+// after, newest first.
+func (m *Manager) Events(limit int, after int64) ([]stats.ResetEvent, []stats.Event) {
+	return m.stats.Recent(limit, after)
+}

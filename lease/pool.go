@@ -151,6 +151,7 @@ func (m *Manager) launchLocked(t *template) bool {
 		m.mu.Unlock()
 		if err != nil && !isCanceled(err) {
 			m.log.Error("start server", "err", err)
+			m.event("error", "instance_start_failed", "starting another server failed: "+err.Error(), t.name, "", "", "")
 			pause(ctx, time.Second) // do not spin on a server that cannot start
 		}
 		m.kickFill()
@@ -175,6 +176,7 @@ func (m *Manager) startCreateLocked(t *template, rep *replica) {
 		m.mu.Unlock()
 		if err != nil && !isCanceled(err) {
 			m.log.Error("create worker database", "template", t.name, "err", err)
+			m.event("error", "clone_failed", err.Error(), t.name, "", rep.host.ID(), db.name)
 			pause(ctx, 100*time.Millisecond)
 		}
 		m.kickFill()
@@ -201,6 +203,7 @@ func (m *Manager) startReplicaLocked(t *template, st *host) {
 		m.mu.Unlock()
 		if err != nil && !isCanceled(err) {
 			m.log.Error("build template replica", "template", t.name, "instance", st.ID(), "err", err)
+			m.event("error", "clone_failed", "building the template database failed: "+err.Error(), t.name, "", st.ID(), "")
 			pause(ctx, time.Second)
 		}
 		m.kickFill()

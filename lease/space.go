@@ -86,6 +86,7 @@ func (m *Manager) checkSpace() {
 			m.mu.Lock()
 			if v.l.state == LeaseActive {
 				m.log.Warn("lease failed for space", "lease", v.l.id, "database", v.db.name, "bytes", v.bytes)
+				m.event("error", "lease_failed", "lease "+v.l.id+" failed: "+reason(v), v.l.tpl.name, v.l.id, h.ID(), v.db.name)
 				m.endLeaseLocked(v.l, LeaseFailed, reason(v))
 				m.discardLocked(v.db, "space")
 			}

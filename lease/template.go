@@ -188,6 +188,7 @@ func (m *Manager) buildFirst(ctx context.Context, t *template) {
 		m.reapLocked(t)
 		m.mu.Unlock()
 		m.log.Warn("template build failed", "template", t.name, "err", err)
+		m.event("error", "template_failed", fmt.Sprintf("template %s failed to build: %v", t.name, err), t.name, "", "", "")
 		return
 	}
 	// The first worker database is made before callers are told the

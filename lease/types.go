@@ -50,4 +50,6 @@ type LeaseInfo struct {
 	// MaxConnections is the most connections the lease's account may have
 	// open at once.
 	MaxConnections int
+	// EndedReason says why the lease ended, once it has.
+	EndedReason string
 }

@@ -22,14 +22,14 @@ func ts(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t)
 }
 
-func instanceToProto(i testdbd.InstanceInfo, databases int) *testdbv1.Instance {
+func instanceToProto(i testdbd.InstanceInfo, databases int, datadirSize int64) *testdbv1.Instance {
 	out := &testdbv1.Instance{
 		Id: i.ID, Provider: i.Provider, Engine: string(i.Engine.Flavor), Version: i.Engine.Version,
 		Host: i.Host, Port: int32(i.Port), Datadir: i.Datadir, DatadirOnTmpfs: i.DatadirOnTmpfs,
 		MemoryBytes: i.MemoryBytes, Databases: int32(databases), State: string(i.State),
 		StartupMs: ms(i.StartupTime), Socket: i.Socket, Pid: int32(i.PID), Image: i.Image,
 		ContainerId: i.ContainerID, DatadirBytes: i.DatadirBytes, Error: i.Err, StartedAt: ts(i.StartedAt),
-		Settings: []*testdbv1.Setting{}, SettingsMismatched: testdbd.Mismatched(i.Settings),
+		Settings: []*testdbv1.Setting{}, SettingsMismatched: testdbd.Mismatched(i.Settings), DatadirSizeBytes: datadirSize,
 	}
 	if out.SettingsMismatched == nil {
 		out.SettingsMismatched = []string{}
@@ -44,6 +44,7 @@ var templateStates = map[templates.State]testdbv1.TemplateState{
 	templates.Building: testdbv1.TemplateState_TEMPLATE_STATE_BUILDING,
 	templates.Ready:    testdbv1.TemplateState_TEMPLATE_STATE_READY,
 	templates.Failed:   testdbv1.TemplateState_TEMPLATE_STATE_FAILED,
+	templates.Degraded: testdbv1.TemplateState_TEMPLATE_STATE_DEGRADED,
 }
 
 func templateToProto(t templates.Info) *testdbv1.Template {
@@ -65,6 +66,7 @@ func leaseToProto(l lease.LeaseInfo) *testdbv1.Lease {
 		Worker: l.Worker, Database: l.Database, Host: l.Host, Port: int32(l.Port), User: l.User, Password: l.Password,
 		Dsn: l.DSN, Url: l.URL, ExpiresAt: ts(l.ExpiresAt), AcquiredAt: ts(l.AcquiredAt), InstanceId: l.InstanceID,
 		WaitedMs: ms(l.Waited), State: l.State, TtlSeconds: int32(l.TTL / time.Second), Resets: l.Resets,
+		MaxConnections: int32(l.MaxConnections), EndedReason: l.EndedReason,
 	}
 }
 

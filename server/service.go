@@ -26,7 +26,7 @@ var _ testdbv1.TestDBServiceServer = (*Service)(nil)
 func (s *Service) ListInstances(ctx context.Context, _ *testdbv1.ListInstancesRequest) (*testdbv1.ListInstancesResponse, error) {
 	resp := &testdbv1.ListInstancesResponse{Instances: []*testdbv1.Instance{}}
 	for _, info := range s.Manager.Instances(ctx) {
-		resp.Instances = append(resp.Instances, instanceToProto(info.InstanceInfo, info.Databases))
+		resp.Instances = append(resp.Instances, instanceToProto(info.InstanceInfo, info.Databases, info.DatadirSize))
 	}
 	return resp, nil
 }
@@ -40,6 +40,7 @@ func (s *Service) EnsureTemplate(ctx context.Context, req *testdbv1.EnsureTempla
 	info, err := s.Manager.EnsureTemplate(ctx, templates.Request{
 		Name: req.Name, MigrationsDir: req.MigrationsDir, Files: files, Seed: req.SeedSql,
 		Engine: req.Engine, Async: req.Async, PoolSize: int(req.PoolSize),
+		BuildTimeout: time.Duration(req.BuildTimeoutSeconds) * time.Second,
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -89,6 +90,7 @@ func (s *Service) AcquireLease(ctx context.Context, req *testdbv1.AcquireLeaseRe
 	info, err := s.Manager.Acquire(ctx, lease.AcquireRequest{
 		Template: req.Template, Strategy: st, Worker: req.Worker,
 		TTL: time.Duration(req.TtlSeconds) * time.Second, WaitTimeout: time.Duration(req.WaitTimeoutMs) * time.Millisecond,
+		MaxConnections: int(req.MaxConnections),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -151,4 +153,26 @@ func (s *Service) ReleaseLease(_ context.Context, req *testdbv1.ReleaseLeaseRequ
 // GetStats returns counters and latency percentiles.
 func (s *Service) GetStats(context.Context, *testdbv1.GetStatsRequest) (*testdbv1.GetStatsResponse, error) {
 	return statsToProto(s.Manager.Stats()), nil
+}
+
+// ListEvents returns the recent resets and the recent errors and warnings.
+func (s *Service) ListEvents(_ context.Context, req *testdbv1.ListEventsRequest) (*testdbv1.ListEventsResponse, error) {
+	limit := int(req.Limit)
+	if limit < 0 {
+		return nil, toStatus(testdbd.Errorf(testdbd.EInvalid, "limit %d must not be negative", limit))
+	}
+	if limit == 0 {
+		limit = 50
+	}
+	resets, events := s.Manager.Events(limit, req.AfterSeq)
+	out := &testdbv1.ListEventsResponse{Resets: []*testdbv1.ResetEvent{}, Events: []*testdbv1.Event{}}
+	for _, r := range resets {
+		out.Resets = append(out.Resets, &testdbv1.ResetEvent{Seq: r.Seq, At: ts(r.At), Template: r.Template,
+			InstanceId: r.InstanceID, Trigger: r.Trigger, Report: reportToProto(r.Report), Error: r.Err})
+	}
+	for _, e := range events {
+		out.Events = append(out.Events, &testdbv1.Event{Seq: e.Seq, At: ts(e.At), Level: e.Level, Kind: e.Kind,
+			Message: e.Message, Template: e.Template, LeaseId: e.LeaseID, InstanceId: e.InstanceID, Database: e.Database})
+	}
+	return out, nil
 }

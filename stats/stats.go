@@ -75,6 +75,9 @@ func (r *ring) summary() Latency {
 // Snapshot.
 type Recorder struct {
 	mu        sync.Mutex
+	seq       int64        // of the resets and events below
+	resetLog  []ResetEvent // the last `recent`, oldest first
+	eventLog  []Event
 	resets    map[testdbd.Strategy]*ring
 	fallbacks map[testdbd.Strategy]int64
 	failures  map[testdbd.Strategy]int64

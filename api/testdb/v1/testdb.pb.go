@@ -100,6 +100,9 @@ const (
 	TemplateState_TEMPLATE_STATE_READY TemplateState = 2
 	// The build failed; error says why.
 	TemplateState_TEMPLATE_STATE_FAILED TemplateState = 3
+	// Built, but worker databases cannot be made now; error says why. The
+	// daemon retries with a growing delay; acquires fail at once meanwhile.
+	TemplateState_TEMPLATE_STATE_DEGRADED TemplateState = 4
 )
 
 // Enum value maps for TemplateState.
@@ -109,12 +112,14 @@ var (
 		1: "TEMPLATE_STATE_BUILDING",
 		2: "TEMPLATE_STATE_READY",
 		3: "TEMPLATE_STATE_FAILED",
+		4: "TEMPLATE_STATE_DEGRADED",
 	}
 	TemplateState_value = map[string]int32{
 		"TEMPLATE_STATE_UNSPECIFIED": 0,
 		"TEMPLATE_STATE_BUILDING":    1,
 		"TEMPLATE_STATE_READY":       2,
 		"TEMPLATE_STATE_FAILED":      3,
+		"TEMPLATE_STATE_DEGRADED":    4,
 	}
 )
 
@@ -216,9 +221,12 @@ type EnsureTemplateRequest struct {
 	// for the build to finish.
 	Async bool `protobuf:"varint,6,opt,name=async,proto3" json:"async,omitempty"`
 	// Worker databases to keep ready in the pool. 0 means the daemon's default.
-	PoolSize      int32 `protobuf:"varint,7,opt,name=pool_size,json=poolSize,proto3" json:"pool_size,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PoolSize int32 `protobuf:"varint,7,opt,name=pool_size,json=poolSize,proto3" json:"pool_size,omitempty"`
+	// Time limit of the build (migrations and seed), in seconds. 0 means the
+	// daemon's default (--build-timeout); at most --max-build-timeout.
+	BuildTimeoutSeconds int32 `protobuf:"varint,8,opt,name=build_timeout_seconds,json=buildTimeoutSeconds,proto3" json:"build_timeout_seconds,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *EnsureTemplateRequest) Reset() {
@@ -296,6 +304,13 @@ func (x *EnsureTemplateRequest) GetAsync() bool {
 func (x *EnsureTemplateRequest) GetPoolSize() int32 {
 	if x != nil {
 		return x.PoolSize
+	}
+	return 0
+}
+
+func (x *EnsureTemplateRequest) GetBuildTimeoutSeconds() int32 {
+	if x != nil {
+		return x.BuildTimeoutSeconds
 	}
 	return 0
 }
@@ -969,8 +984,11 @@ type AcquireLeaseRequest struct {
 	Worker string `protobuf:"bytes,4,opt,name=worker,proto3" json:"worker,omitempty"`
 	// How long to wait for a free database; 0 means the daemon's default.
 	WaitTimeoutMs int64 `protobuf:"varint,5,opt,name=wait_timeout_ms,json=waitTimeoutMs,proto3" json:"wait_timeout_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The most connections the lease may have open at once; 0 means the
+	// daemon's default (--lease-connections), at most --max-lease-connections.
+	MaxConnections int32 `protobuf:"varint,6,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *AcquireLeaseRequest) Reset() {
@@ -1034,6 +1052,13 @@ func (x *AcquireLeaseRequest) GetWorker() string {
 func (x *AcquireLeaseRequest) GetWaitTimeoutMs() int64 {
 	if x != nil {
 		return x.WaitTimeoutMs
+	}
+	return 0
+}
+
+func (x *AcquireLeaseRequest) GetMaxConnections() int32 {
+	if x != nil {
+		return x.MaxConnections
 	}
 	return 0
 }
@@ -1561,14 +1586,19 @@ type Lease struct {
 	InstanceId string                 `protobuf:"bytes,13,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	// Time spent waiting for a free database.
 	WaitedMs float64 `protobuf:"fixed64,14,opt,name=waited_ms,json=waitedMs,proto3" json:"waited_ms,omitempty"`
-	// "active", "released" or "expired".
+	// "active", "released", "expired" or "failed".
 	State      string                 `protobuf:"bytes,15,opt,name=state,proto3" json:"state,omitempty"`
 	AcquiredAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=acquired_at,json=acquiredAt,proto3" json:"acquired_at,omitempty"`
 	TtlSeconds int32                  `protobuf:"varint,17,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
 	// Resets run during this lease.
 	Resets int64 `protobuf:"varint,18,opt,name=resets,proto3" json:"resets,omitempty"`
 	// The template's content hash.
-	TemplateHash  string `protobuf:"bytes,19,opt,name=template_hash,json=templateHash,proto3" json:"template_hash,omitempty"`
+	TemplateHash string `protobuf:"bytes,19,opt,name=template_hash,json=templateHash,proto3" json:"template_hash,omitempty"`
+	// The most connections the lease's account may have open at once.
+	MaxConnections int32 `protobuf:"varint,20,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
+	// Why the lease ended, when it did (released, expired, failed: e.g. its
+	// database outgrew --lease-space, or its server died).
+	EndedReason   string `protobuf:"bytes,21,opt,name=ended_reason,json=endedReason,proto3" json:"ended_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1732,6 +1762,20 @@ func (x *Lease) GetResets() int64 {
 func (x *Lease) GetTemplateHash() string {
 	if x != nil {
 		return x.TemplateHash
+	}
+	return ""
+}
+
+func (x *Lease) GetMaxConnections() int32 {
+	if x != nil {
+		return x.MaxConnections
+	}
+	return 0
+}
+
+func (x *Lease) GetEndedReason() string {
+	if x != nil {
+		return x.EndedReason
 	}
 	return ""
 }
@@ -2067,8 +2111,11 @@ type Instance struct {
 	StartedAt *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	// Settings whose value read back differs from the one asked for.
 	SettingsMismatched []string `protobuf:"bytes,21,rep,name=settings_mismatched,json=settingsMismatched,proto3" json:"settings_mismatched,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The size of the filesystem holding the datadir (its tmpfs), in bytes;
+	// 0 when the daemon cannot see it.
+	DatadirSizeBytes int64 `protobuf:"varint,22,opt,name=datadir_size_bytes,json=datadirSizeBytes,proto3" json:"datadir_size_bytes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Instance) Reset() {
@@ -2246,6 +2293,13 @@ func (x *Instance) GetSettingsMismatched() []string {
 		return x.SettingsMismatched
 	}
 	return nil
+}
+
+func (x *Instance) GetDatadirSizeBytes() int64 {
+	if x != nil {
+		return x.DatadirSizeBytes
+	}
+	return 0
 }
 
 // Setting is a server setting testdbd asked for and the value the server runs with.
@@ -2957,7 +3011,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x16testdb/v1/testdb.proto\x12\ttestdb.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\"=\n" +
 	"\rMigrationFile\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\tR\acontent\"\xf2\x01\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\"\xa6\x02\n" +
 	"\x15EnsureTemplateRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0emigrations_dir\x18\x02 \x01(\tR\rmigrationsDir\x128\n" +
@@ -2967,7 +3021,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\bseed_sql\x18\x04 \x01(\tR\aseedSql\x12\x16\n" +
 	"\x06engine\x18\x05 \x01(\tR\x06engine\x12\x14\n" +
 	"\x05async\x18\x06 \x01(\bR\x05async\x12\x1b\n" +
-	"\tpool_size\x18\a \x01(\x05R\bpoolSize\"I\n" +
+	"\tpool_size\x18\a \x01(\x05R\bpoolSize\x122\n" +
+	"\x15build_timeout_seconds\x18\b \x01(\x05R\x13buildTimeoutSeconds\"I\n" +
 	"\x16EnsureTemplateResponse\x12/\n" +
 	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\"(\n" +
 	"\x12GetTemplateRequest\x12\x12\n" +
@@ -3020,14 +3075,15 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x06leased\x18\x02 \x01(\x05R\x06leased\x12\x1c\n" +
 	"\tresetting\x18\x03 \x01(\x05R\tresetting\x12\x1a\n" +
 	"\bcreating\x18\x04 \x01(\x05R\bcreating\x12\x16\n" +
-	"\x06target\x18\x05 \x01(\x05R\x06target\"\xc3\x01\n" +
+	"\x06target\x18\x05 \x01(\x05R\x06target\"\xec\x01\n" +
 	"\x13AcquireLeaseRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12/\n" +
 	"\bstrategy\x18\x02 \x01(\x0e2\x13.testdb.v1.StrategyR\bstrategy\x12\x1f\n" +
 	"\vttl_seconds\x18\x03 \x01(\x05R\n" +
 	"ttlSeconds\x12\x16\n" +
 	"\x06worker\x18\x04 \x01(\tR\x06worker\x12&\n" +
-	"\x0fwait_timeout_ms\x18\x05 \x01(\x03R\rwaitTimeoutMs\">\n" +
+	"\x0fwait_timeout_ms\x18\x05 \x01(\x03R\rwaitTimeoutMs\x12'\n" +
+	"\x0fmax_connections\x18\x06 \x01(\x05R\x0emaxConnections\">\n" +
 	"\x14AcquireLeaseResponse\x12&\n" +
 	"\x05lease\x18\x01 \x01(\v2\x10.testdb.v1.LeaseR\x05lease\"!\n" +
 	"\x0fGetLeaseRequest\x12\x0e\n" +
@@ -3052,7 +3108,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x13ReleaseLeaseRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\">\n" +
 	"\x14ReleaseLeaseResponse\x12&\n" +
-	"\x05lease\x18\x01 \x01(\v2\x10.testdb.v1.LeaseR\x05lease\"\xbe\x04\n" +
+	"\x05lease\x18\x01 \x01(\v2\x10.testdb.v1.LeaseR\x05lease\"\x8a\x05\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\btemplate\x18\x02 \x01(\tR\btemplate\x12/\n" +
@@ -3077,7 +3133,9 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\vttl_seconds\x18\x11 \x01(\x05R\n" +
 	"ttlSeconds\x12\x16\n" +
 	"\x06resets\x18\x12 \x01(\x03R\x06resets\x12#\n" +
-	"\rtemplate_hash\x18\x13 \x01(\tR\ftemplateHash\"\xc1\x03\n" +
+	"\rtemplate_hash\x18\x13 \x01(\tR\ftemplateHash\x12'\n" +
+	"\x0fmax_connections\x18\x14 \x01(\x05R\x0emaxConnections\x12!\n" +
+	"\fended_reason\x18\x15 \x01(\tR\vendedReason\"\xc1\x03\n" +
 	"\vResetReport\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12/\n" +
 	"\bstrategy\x18\x02 \x01(\x0e2\x13.testdb.v1.StrategyR\bstrategy\x12B\n" +
@@ -3101,7 +3159,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\tschema_ms\x18\x05 \x01(\x01R\bschemaMs\"\x16\n" +
 	"\x14ListInstancesRequest\"J\n" +
 	"\x15ListInstancesResponse\x121\n" +
-	"\tinstances\x18\x01 \x03(\v2\x13.testdb.v1.InstanceR\tinstances\"\x84\x05\n" +
+	"\tinstances\x18\x01 \x03(\v2\x13.testdb.v1.InstanceR\tinstances\"\xb2\x05\n" +
 	"\bInstance\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x16\n" +
@@ -3126,7 +3184,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x05error\x18\x13 \x01(\tR\x05error\x129\n" +
 	"\n" +
 	"started_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12/\n" +
-	"\x13settings_mismatched\x18\x15 \x03(\tR\x12settingsMismatched\"c\n" +
+	"\x13settings_mismatched\x18\x15 \x03(\tR\x12settingsMismatched\x12,\n" +
+	"\x12datadir_size_bytes\x18\x16 \x01(\x03R\x10datadirSizeBytes\"c\n" +
 	"\aSetting\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\trequested\x18\x02 \x01(\tR\trequested\x12\x16\n" +
@@ -3188,12 +3247,13 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x14STRATEGY_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11STRATEGY_TRUNCATE\x10\x01\x12\x15\n" +
 	"\x11STRATEGY_SNAPSHOT\x10\x02\x12\x15\n" +
-	"\x11STRATEGY_ROLLBACK\x10\x03*\x81\x01\n" +
+	"\x11STRATEGY_ROLLBACK\x10\x03*\x9e\x01\n" +
 	"\rTemplateState\x12\x1e\n" +
 	"\x1aTEMPLATE_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17TEMPLATE_STATE_BUILDING\x10\x01\x12\x18\n" +
 	"\x14TEMPLATE_STATE_READY\x10\x02\x12\x19\n" +
-	"\x15TEMPLATE_STATE_FAILED\x10\x032\x8f\v\n" +
+	"\x15TEMPLATE_STATE_FAILED\x10\x03\x12\x1b\n" +
+	"\x17TEMPLATE_STATE_DEGRADED\x10\x042\x8f\v\n" +
 	"\rTestDBService\x12y\n" +
 	"\x0eEnsureTemplate\x12 .testdb.v1.EnsureTemplateRequest\x1a!.testdb.v1.EnsureTemplateResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*b\btemplate\"\r/v1/templates\x12t\n" +
 	"\vGetTemplate\x12\x1d.testdb.v1.GetTemplateRequest\x1a\x1e.testdb.v1.GetTemplateResponse\"&\x82\xd3\xe4\x93\x02 b\btemplate\x12\x14/v1/templates/{name}\x12i\n" +
