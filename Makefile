@@ -109,7 +109,8 @@ images: image image-mysql-9.7 image-mariadb-11.8
 
 ## property: the long randomized proof that every strategy resets to exactly the template
 property: deps
-	TESTDBD_PROPERTY_N=$${N:-2500} $(GO) test -race -count=1 -timeout 60m -run TestPropertyResetEqualsTemplate -v ./strategies/ | grep -v '^\s*testenv.go'
+	TESTDBD_PROPERTY_N=$${N:-2500} TESTDBD_PROPERTY_CONCURRENT=$${C:-150} $(GO) test -race -count=1 -timeout 80m \
+		-run 'TestPropertyResetEqualsTemplate|TestPropertyConcurrent' -v ./strategies/ | grep -v '^\s*testenv.go'
 
 ## bench: the benchmark (about 5 minutes on 2 cores): baselines and testdbd side
 ## by side; writes docs/benchmarks.json (raw samples), docs/benchmarks.md and

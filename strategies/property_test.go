@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,6 +133,16 @@ type randomWorkload struct {
 	direct     map[string]bool // tables the workload's own statements named
 	statements int
 	failed     int
+	// mix, when set, shapes the workload as a suite's test would be: one DDL
+	// statement in a share of the workloads, and rollback tests that never
+	// commit; otherwise every kind of statement is drawn at random.
+	mix *suiteMix
+	changedSchema bool // the workload ran a schema-changing statement
+}
+
+// suiteMix shapes workloads like a real suite's tests.
+type suiteMix struct {
+	ddlShare float64 // the share of workloads that run one DDL statement
 }
 
 // exec runs one statement, logging it; errors (foreign keys, duplicates)
@@ -219,13 +231,17 @@ func (w *randomWorkload) ddl() string {
 	return stmts[w.n(len(stmts))]
 }
 
-func (w *randomWorkload) run(t *testing.T) {
+func (w *randomWorkload) run(t testing.TB) {
 	ctx := context.Background()
 	conn, err := w.a.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	if w.mix != nil {
+		w.runMix(ctx, conn)
+		return
+	}
 	ops := 1 + w.n(8)
 	cooperative := w.strategy == testdbd.StrategyRollback && w.n(10) < 8
 	if cooperative {
@@ -260,3 +276,158 @@ func (w *randomWorkload) run(t *testing.T) {
 
 // dsnOf remembers the DSN of each lease pool the fixture opened.
 var dsnOf = map[*sql.DB]string{}
+
+// runMix runs a workload shaped by w.mix: a few DML statements, one DDL
+// statement in a share of the workloads, rollback tests in a transaction
+// rolled back (or left open for the reset to end).
+func (w *randomWorkload) runMix(ctx context.Context, conn *sql.Conn) {
+	cooperative := w.strategy == testdbd.StrategyRollback
+	if cooperative {
+		w.exec(ctx, conn, "A", "BEGIN")
+	}
+	ops := 1 + w.n(6)
+	ddlAt := -1
+	if w.rng.Float64() < w.mix.ddlShare {
+		ddlAt = w.n(ops)
+	}
+	for i := 0; i < ops; i++ {
+		if i == ddlAt {
+			w.changedSchema = true
+			w.exec(ctx, conn, "A", w.schemaChange())
+			continue
+		}
+		w.exec(ctx, conn, "A", w.statement())
+	}
+	if cooperative && w.n(4) > 0 {
+		w.exec(ctx, conn, "A", "ROLLBACK")
+	}
+}
+
+// schemaChange is a DDL statement that changes the schema (ddl's list
+// without ANALYZE and temporary tables).
+func (w *randomWorkload) schemaChange() string {
+	for {
+		s := w.ddl()
+		if !strings.HasPrefix(s, "ANALYZE") && !strings.Contains(s, "TEMPORARY") {
+			return s
+		}
+	}
+}
+
+var propertyConcurrentN = flag.Int("property.concurrent", envInt("TESTDBD_PROPERTY_CONCURRENT", 25),
+	"workloads per lease in TestPropertyConcurrent (12 leases at once)")
+
+// TestPropertyConcurrent runs what a CI runner does: 12 leases of one
+// template on one server at once, 4 per strategy, each running workloads
+// shaped like a suite's tests, 5% of them with a schema change, and
+// resetting after each; every reset must leave its database equal to the
+// template. It reports the share of resets that checked every table (a
+// schema change seen) beside the share of workloads that changed the
+// schema, and reset latency beside the same workloads run one lease at a
+// time. Watching each database's directory, the first follows the second:
+// one lease's DDL does not make the others check everything.
+func TestPropertyConcurrent(t *testing.T) {
+	seed := *propertySeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			f := newFixture(t, p)
+			t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per lease, watching directories: %v",
+				seed, seed, *propertyConcurrentN, f.srv.Watch)
+			mix := &suiteMix{ddlShare: 0.05}
+			alone := concurrentRun(t, f, "alone", 1, mix, seed, true)
+			together := concurrentRun(t, f, "together", 4, mix, seed+1, false)
+			for _, s := range testdbd.Strategies {
+				a, b := alone[s], together[s]
+				t.Logf("%-8s alone: p50 %v, full checks %d of %d; 12 leases: p50 %v p99 %v (%.2fx alone), full checks %d of %d (%.1f%%) for %d workloads with DDL (%.1f%%)",
+					s, a.p(0.5), a.full, a.n, b.p(0.5), b.p(0.99), float64(b.p(0.5))/float64(a.p(0.5)),
+					b.full, b.n, 100*float64(b.full)/float64(b.n), b.ddl, 100*float64(b.ddl)/float64(b.n))
+				if f.srv.Watch && b.full > b.ddl+b.n/20 {
+					t.Errorf("%s: %d of %d resets checked every table for %d workloads that changed the schema: another lease's DDL is not scoped",
+						s, b.full, b.n, b.ddl)
+				}
+			}
+		})
+	}
+}
+
+// runResult is what concurrentRun measured for one strategy.
+type runResult struct {
+	n, full, ddl int
+	took         []time.Duration
+}
+
+func (r *runResult) p(q float64) time.Duration {
+	s := append([]time.Duration(nil), r.took...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// concurrentRun runs per leases of each strategy at once (with serial, one
+// lease at a time), each through *propertyConcurrentN workloads, resetting
+// and comparing after each.
+func concurrentRun(t *testing.T, f *fixture, name string, per int, mix *suiteMix, seed uint64, serial bool) map[testdbd.Strategy]*runResult {
+	type worker struct {
+		s    testdbd.Strategy
+		tg   *strategies.Target
+		a, b *sql.DB
+		rng  *rand.Rand
+	}
+	var workers []*worker
+	for _, s := range testdbd.Strategies {
+		for i := 0; i < per; i++ {
+			tg, a := f.worker(fmt.Sprintf("w_%s_%s_%d", name, s, i), s)
+			workers = append(workers, &worker{s: s, tg: tg, a: a, b: reopenAs(t, a), rng: rand.New(rand.NewPCG(seed, uint64(len(workers))))})
+		}
+	}
+	var mu sync.Mutex
+	out := map[testdbd.Strategy]*runResult{}
+	for _, s := range testdbd.Strategies {
+		out[s] = &runResult{}
+	}
+	var wg sync.WaitGroup
+	for _, wk := range workers {
+		wg.Add(1)
+		run := func() {
+			defer wg.Done()
+			for i := 0; i < *propertyConcurrentN; i++ {
+				w := &randomWorkload{rng: wk.rng, a: wk.a, b: wk.b, strategy: wk.s, direct: map[string]bool{}, mix: mix}
+				w.run(t)
+				rep, base, err := strategies.Reset(context.Background(), *wk.tg)
+				if err != nil {
+					t.Errorf("%s %s workload %d: reset: %v\nworkload:\n%s", name, wk.tg.Database, i, err, w.log.String())
+					return
+				}
+				wk.tg.Baseline = base
+				if d := f.diffConcurrent(wk.tg.Database); len(d) > 0 {
+					t.Errorf("%s %s workload %d: the %s reset left %d differences:\n%s\nreport: %+v\nworkload:\n%s",
+						name, wk.tg.Database, i, wk.s, len(d), strings.Join(d, "\n"), rep, w.log.String())
+					return
+				}
+				mu.Lock()
+				r := out[wk.s]
+				r.n++
+				r.took = append(r.took, rep.Total)
+				if strings.Contains(rep.FallbackReason, "checked every table") {
+					r.full++
+				}
+				if w.changedSchema {
+					r.ddl++
+				}
+				mu.Unlock()
+			}
+		}
+		if serial {
+			run()
+		} else {
+			go run()
+		}
+	}
+	wg.Wait()
+	return out
+}

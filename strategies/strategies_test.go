@@ -161,6 +161,15 @@ func (f *fixture) reset(tg *strategies.Target) testdbd.ResetReport {
 	return rep
 }
 
+// diffConcurrent is diff for goroutines: it reports instead of failing.
+func (f *fixture) diffConcurrent(name string) []string {
+	got, err := dbcompare.Take(context.Background(), f.srv.DB, name)
+	if err != nil {
+		return []string{"snapshot " + name + ": " + err.Error()}
+	}
+	return dbcompare.Diff(f.want, got)
+}
+
 // diff compares the worker with the template.
 func (f *fixture) diff(name string) []string {
 	f.t.Helper()
