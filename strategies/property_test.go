@@ -136,7 +136,7 @@ type randomWorkload struct {
 	// mix, when set, shapes the workload as a suite's test would be: one DDL
 	// statement in a share of the workloads, and rollback tests that never
 	// commit; otherwise every kind of statement is drawn at random.
-	mix *suiteMix
+	mix           *suiteMix
 	changedSchema bool // the workload ran a schema-changing statement
 }
 
