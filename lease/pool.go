@@ -272,6 +272,12 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 	if err == nil {
 		db.owner = owner.User
 		err = rep.schema.Clone(ctx, st.DB, st.ddl, db.name, db.owner)
+		// A deadlock with another clone or reset on the tables the server
+		// shares (statistics): the clone dropped what it made; again.
+		for attempt := 0; err != nil && attempt < 3 && strategies.Retryable(err); attempt++ {
+			pause(ctx, time.Duration(1+attempt)*5*time.Millisecond)
+			err = rep.schema.Clone(ctx, st.DB, st.ddl, db.name, db.owner)
+		}
 	}
 	if err == nil {
 		db.baseline, err = strategies.TakeBaseline(ctx, st.StatusDB, st.Flavor, st.ddl, db.name, st.DatabaseDir(db.name))

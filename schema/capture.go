@@ -50,6 +50,8 @@ type Table struct {
 	TriggerTargets []string
 	// HasTriggers is whether any trigger is defined on this table.
 	HasTriggers bool
+	// Fulltext is whether the table has a FULLTEXT index.
+	Fulltext bool
 }
 
 // Object is a view, trigger, routine or event.
@@ -170,7 +172,7 @@ func (s *Schema) captureTables(ctx context.Context, conn *sql.Conn) error {
 		if err := conn.QueryRowContext(ctx, "SHOW CREATE TABLE "+Quote(name)).Scan(&n, &create); err != nil {
 			return fmt.Errorf("table %s: %w", name, err)
 		}
-		t := &Table{Name: name, Create: create}
+		t := &Table{Name: name, Create: create, Fulltext: strings.Contains(create, "FULLTEXT KEY")}
 		s.Tables = append(s.Tables, t)
 		s.byName[name] = t
 	}

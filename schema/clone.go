@@ -21,9 +21,10 @@ const ResetSession = "SET SESSION FOREIGN_KEY_CHECKS = 1, sql_mode = DEFAULT; SE
 
 // CloneSQL returns one multi-statement batch that creates database target
 // as a copy of the template: tables with their foreign keys and
-// AUTO_INCREMENT counters, the template's rows, then views (in dependency
-// order), triggers (after the rows, so they do not fire), routines and
-// events, each object under the sql_mode it was created with.
+// AUTO_INCREMENT counters, the template's rows and optimizer statistics
+// (StatsSQL), then views (in dependency order), triggers (after the rows,
+// so they do not fire), routines and events, each object under the
+// sql_mode it was created with.
 //
 // owner is the target's owner, named as the definer where the template
 // names its own (OwnerDefiner).
@@ -45,6 +46,12 @@ func (s *Schema) CloneSQL(target, owner string) (string, int, error) {
 			b.WriteString(";\n")
 		}
 	}
+	// The statistics live in tables every database on the server shares:
+	// READ COMMITTED takes no gap locks there.
+	stats, statsDDL := s.StatsSQL(target, s.Tables)
+	b.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;\n")
+	b.WriteString(stats)
+	b.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\n")
 	for _, v := range s.Views {
 		create, err := withOwner(v, owner)
 		if err != nil {
@@ -59,7 +66,7 @@ func (s *Schema) CloneSQL(target, owner string) (string, int, error) {
 		}
 	}
 	b.WriteString(ResetSession)
-	ddl := 1 + len(s.Tables) + len(s.Views) + len(s.Triggers) + len(s.Routines) + len(s.Events)
+	ddl := 1 + len(s.Tables) + statsDDL + len(s.Views) + len(s.Triggers) + len(s.Routines) + len(s.Events)
 	return b.String(), ddl, nil
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/schema"
@@ -187,7 +189,7 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 		restore = append(restore, differ...)
 		rs.r.Phases.Verify = time.Since(phase)
 	}
-	if len(restore) == 0 {
+	if len(restore) == 0 && len(obs.statsTouched) == 0 {
 		return rs.baselineAfter(nil), nil
 	}
 	return rs.restoreAndRewind(ctx, restore, nil, obs, rs.r.Strategy)
@@ -261,7 +263,9 @@ func (rs *resetter) candidates(obs *observation) (changed, unsure []*schema.Tabl
 	for _, tbl := range rs.t.Schema.Tables {
 		base := rs.t.Baseline.Tables[tbl.Name]
 		switch {
-		case base.Unknown:
+		case base.Unknown, obs.statsTouched[tbl.Name]:
+			// ANALYZE TABLE also resets the table's MODIFIED_COUNTER: a
+			// table whose statistics moved is checked by its content.
 			unsure = append(unsure, tbl)
 		case brokenDetector != nil && brokenDetector(tbl.Name):
 		case obs.tables[tbl.Name] != base:
@@ -323,6 +327,9 @@ func (rs *resetter) baselineAfter(restored []*schema.Table) *Baseline {
 // AUTO_INCREMENT counters that moved.
 func (rs *resetter) rollback(ctx context.Context, candidates []*schema.Table, obs *observation) (*Baseline, error) {
 	if len(candidates) == 0 {
+		if len(obs.statsTouched) > 0 {
+			return rs.restoreAndRewind(ctx, nil, nil, obs, testdbd.StrategySnapshot)
+		}
 		return rs.baselineAfter(nil), nil
 	}
 	phase := time.Now()
@@ -344,7 +351,7 @@ func (rs *resetter) rollback(ctx context.Context, candidates []*schema.Table, ob
 		rs.r.FallbackReason = "writes were committed to " + tableNames(committed) +
 			" (an explicit COMMIT, an implicit commit by DDL, or a second connection); restored them from the template"
 	}
-	if len(committed)+len(rewind) == 0 {
+	if len(committed)+len(rewind) == 0 && len(obs.statsTouched) == 0 {
 		return rs.baselineAfter(nil), nil
 	}
 	return rs.restoreAndRewind(ctx, committed, rewind, obs, testdbd.StrategySnapshot)
@@ -360,7 +367,29 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	var b strings.Builder
 	ddl := 0
 	b.WriteString(schema.CopySession + ";\n")
+	// Tables whose statistics go back to the template's: those a test
+	// analyzed or truncated, and those this restore truncates (TRUNCATE
+	// empties them). TRUNCATE also gives a FULLTEXT index back its template
+	// state (a DELETE leaves the deleted rows' words in it, which changes
+	// relevance).
+	truncate := func(tbl *schema.Table) bool { return how == testdbd.StrategyTruncate || tbl.Fulltext }
+	restats := map[string]bool{}
+	for name := range obs.statsTouched {
+		restats[name] = true
+	}
+	for _, tbl := range restore {
+		if truncate(tbl) {
+			restats[tbl.Name] = true
+		}
+	}
+	// Triggers are dropped around the copy, so that they do not fire, and
+	// around the renames that load statistics, which would rewrite them.
 	triggered := map[string]bool{}
+	for _, tbl := range s.Tables {
+		if tbl.HasTriggers && restats[tbl.Name] {
+			triggered[tbl.Name] = true
+		}
+	}
 	for _, tbl := range restore {
 		if tbl.HasTriggers {
 			triggered[tbl.Name] = true
@@ -377,7 +406,7 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	for _, tbl := range restore {
 		name := db + "." + schema.Quote(tbl.Name)
 		ai := tbl.AutoIncrement != 0 && obs.tables[tbl.Name].AutoInc != tbl.AutoIncrement
-		if how == testdbd.StrategyTruncate {
+		if truncate(tbl) {
 			fmt.Fprintf(&b, "TRUNCATE TABLE %s;\n", name)
 			ddl++
 			ai = tbl.AutoIncrement != 0 && tbl.AutoIncrement != tbl.NaturalAutoIncrement
@@ -399,20 +428,55 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 		ddl++
 		rs.r.TablesReset = append(rs.r.TablesReset, tbl.Name)
 	}
+	var statsTables []*schema.Table
+	for _, tbl := range s.Tables {
+		if restats[tbl.Name] {
+			statsTables = append(statsTables, tbl)
+		}
+	}
+	// The triggers come back after the statistics' renames (which would
+	// rewrite them). The statistics live in tables every database on the
+	// server shares, where concurrent resets can deadlock: that part runs
+	// in a batch of its own, retried, in READ COMMITTED (no gap locks).
+	var tail strings.Builder
+	tailDDL := 0
+	next := &b
+	if len(statsTables) > 0 {
+		b.WriteString(schema.ResetSession)
+		next = &tail
+		stats, statsDDL := s.StatsSQL(rs.t.Database, statsTables)
+		tail.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;\n")
+		tail.WriteString(stats)
+		tail.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\n")
+		tailDDL += statsDDL
+	}
 	if len(triggers) > 0 {
-		fmt.Fprintf(&b, "USE %s;\n", db)
-		if err := schema.WriteObjects(&b, triggers, rs.t.Owner); err != nil {
+		fmt.Fprintf(next, "USE %s;\n", db)
+		if err := schema.WriteObjects(next, triggers, rs.t.Owner); err != nil {
 			return nil, err
 		}
-		ddl += len(triggers)
+		if next == &b {
+			ddl += len(triggers)
+		} else {
+			tailDDL += len(triggers)
+		}
 	}
-	b.WriteString(schema.ResetSession)
+	next.WriteString(schema.ResetSession)
 	err := rs.t.DDL.Exec(ctx, rs.conn, ddl, b.String())
+	for attempt := 0; err == nil && tail.Len() > 0; attempt++ {
+		err = rs.t.DDL.Exec(ctx, rs.conn, tailDDL, tail.String())
+		if err == nil || attempt == 4 || !Retryable(err) {
+			break
+		}
+		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
+	}
 	rs.r.Phases.Restore = time.Since(phase)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", tableNames(restore), err)
 	}
-	return rs.baselineAfter(append(restore, rewind...)), nil
+	// Renaming a table for its statistics resets its counters: treat it as
+	// restored.
+	return rs.baselineAfter(append(append(restore, rewind...), statsTables...)), nil
 }
 
 // fullCheck compares every object and every table of the worker with the
@@ -441,7 +505,7 @@ func (rs *resetter) fullCheck(ctx context.Context, why string) (*Baseline, error
 	}
 	// Snapshot-style restore brings AUTO_INCREMENT back whatever the detected
 	// counter was; pretend every counter moved.
-	obs := observation{tables: map[string]TableState{}}
+	obs := observation{tables: map[string]TableState{}, statsTouched: rs.obs.statsTouched}
 	for _, tbl := range restore {
 		obs.tables[tbl.Name] = TableState{AutoInc: -1}
 	}
@@ -493,9 +557,12 @@ type observation struct {
 	tables    map[string]TableState
 	serverDDL int64
 	own       mark
-	routines  string   // with Target.Dir: the digest of routines and events
-	dir       DirStamp // with Target.Dir: the directory's stamp
-	dirErr    error
+	routines  string // with Target.Dir: the digest of routines and events
+	// statsTouched are the tables whose optimizer statistics are no longer
+	// the template's (ANALYZE, TRUNCATE by the test).
+	statsTouched map[string]bool
+	dir          DirStamp // with Target.Dir: the directory's stamp
+	dirErr       error
 }
 
 // observe reads the worker's table states and the server's DDL counters,
@@ -567,4 +634,19 @@ func tableNames(ts []*schema.Table) string {
 		names[i] = t.Name
 	}
 	return strings.Join(names, ", ")
+}
+
+// Retryable reports a deadlock or lock wait the server resolved by failing
+// the statement: trying again is the documented remedy.
+func Retryable(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1205, 1213: // lock wait timeout, deadlock
+			return true
+		case 1025: // error on rename, e.g. "Lock deadlock; Retry transaction"
+			return strings.Contains(me.Message, "deadlock") || strings.Contains(me.Message, "Deadlock")
+		}
+	}
+	return false
 }

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/schema"
 )
 
 // scan is one detection query shared by the resets on one server that asked
@@ -23,6 +25,7 @@ type scan struct {
 	done      chan struct{}
 	tables    map[string]map[string]TableState // by database, then table
 	routines  map[string]string                // by database
+	stats     map[string]map[string]bool       // tables whose statistics moved, by database
 	serverDDL int64
 	own       mark
 	err       error
@@ -63,7 +66,8 @@ func (c *DDLCounter) observeShared(ctx context.Context, statusDB *sql.DB, flavor
 	if tables == nil {
 		tables = map[string]TableState{}
 	}
-	return &observation{tables: tables, serverDDL: s.serverDDL, own: s.own, routines: s.routines[database]}, nil
+	return &observation{tables: tables, serverDDL: s.serverDDL, own: s.own, routines: s.routines[database],
+		statsTouched: s.stats[database]}, nil
 }
 
 // runScans runs the pending scans one after another until none is pending.
@@ -102,6 +106,9 @@ func (s *scan) run(ctx context.Context, db *sql.DB, flavor testdbd.Flavor) error
 		}
 		if err == nil && len(s.perDB) > 0 {
 			s.routines, err = readRoutineDigests(ctx, db, s.perDB)
+		}
+		if err == nil {
+			s.stats, err = readStatsMoved(ctx, db, s.dbs)
 		}
 		other <- err
 	}()
@@ -186,8 +193,18 @@ func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\\\`, `_`, `\_`, `%`, `\%`, `'`, `''`).Replace(s)
 }
 
-// addTable records a table's state; partitions ("t#P#p0") add up.
+// ftsAux matches the hidden tables InnoDB keeps for a FULLTEXT index
+// (FTS_<table id>_CONFIG, FTS_<table id>_<index id>_INDEX_1, ...; lower
+// case on MySQL): they belong to their table, whose own counter moves when
+// the index does.
+var ftsAux = regexp.MustCompile(`(?i)^fts_[0-9a-f]{16}_(config|deleted|deleted_cache|being_deleted|being_deleted_cache|[0-9a-f]{16}_index_[0-9]+)$`)
+
+// addTable records a table's state; partitions ("t#P#p0") add up, and
+// InnoDB's FULLTEXT tables are left out.
 func addTable(tables map[string]TableState, name string, st TableState) {
+	if ftsAux.MatchString(name) {
+		return
+	}
 	for _, sep := range []string{"#P#", "#p#"} {
 		if i := strings.Index(name, sep); i >= 0 {
 			name = name[:i]
@@ -198,4 +215,32 @@ func addTable(tables map[string]TableState, name string, st TableState) {
 		}
 	}
 	tables[name] = st
+}
+
+// readStatsMoved returns the tables of dbs whose InnoDB statistics are no
+// longer the ones copied from their template (schema.StatsSentinel): an
+// ANALYZE TABLE or a TRUNCATE wrote them since.
+func readStatsMoved(ctx context.Context, q queryer, dbs map[string]bool) (map[string]map[string]bool, error) {
+	in := make([]string, 0, len(dbs))
+	for db := range dbs {
+		in = append(in, "'"+strings.ReplaceAll(db, "'", "''")+"'")
+	}
+	rows, err := q.QueryContext(ctx, "SELECT database_name, table_name FROM mysql.innodb_table_stats WHERE database_name IN ("+
+		strings.Join(in, ",")+") AND last_update <> '"+schema.StatsSentinel+"'")
+	if err != nil {
+		return nil, fmt.Errorf("read statistics: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]map[string]bool{}
+	for rows.Next() {
+		var db, table string
+		if err := rows.Scan(&db, &table); err != nil {
+			return nil, err
+		}
+		if out[db] == nil {
+			out[db] = map[string]bool{}
+		}
+		out[db][table] = true
+	}
+	return out, rows.Err()
 }

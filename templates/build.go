@@ -2,9 +2,11 @@ package templates
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -73,6 +75,9 @@ func Build(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounte
 		return nil, err
 	}
 	start := time.Now()
+	if err := settle(ctx, inst, ddl, database); err != nil {
+		return nil, err
+	}
 	s, err := schema.Capture(ctx, inst.DB, database, owner.User)
 	if err != nil {
 		return nil, err
@@ -159,4 +164,43 @@ func explainPrivileges(err error) error {
 			"no other database, no users or grants, no global settings, no FILE; leave out DEFINER clauses, testdbd makes each database's owner the definer)", err)
 	}
 	return err
+}
+
+// settle makes the built template database what every clone will be: its
+// FULLTEXT tables rebuilt (so that their indexes hold no words of rows the
+// migrations deleted, as a clone's do not: relevance depends on them) and
+// every table analyzed (the optimizer statistics clones copy: with
+// innodb_stats_auto_recalc off nothing computes them otherwise).
+func settle(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database string) error {
+	var tables, fulltext []string
+	err := schema.EachRow(ctx, inst.DB, `SELECT t.TABLE_NAME, EXISTS (SELECT 1 FROM information_schema.STATISTICS s
+		WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME AND s.INDEX_TYPE = 'FULLTEXT')
+		FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = ? AND t.TABLE_TYPE = 'BASE TABLE' ORDER BY 1`,
+		[]any{database}, func(rows *sql.Rows) error {
+			var name string
+			var ft bool
+			if err := rows.Scan(&name, &ft); err != nil {
+				return err
+			}
+			tables = append(tables, schema.Quote(database)+"."+schema.Quote(name))
+			if ft {
+				fulltext = append(fulltext, tables[len(tables)-1])
+			}
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("list the template's tables: %w", err)
+	}
+	for _, t := range fulltext {
+		if err := ddl.Exec(ctx, inst.DB, 1, "ALTER TABLE "+t+" FORCE"); err != nil {
+			return fmt.Errorf("rebuild %s: %w", t, err)
+		}
+	}
+	for start := 0; start < len(tables); start += 100 {
+		chunk := tables[start:min(start+100, len(tables))]
+		if err := ddl.Exec(ctx, inst.DB, 1, "ANALYZE TABLE "+strings.Join(chunk, ", ")); err != nil {
+			return fmt.Errorf("analyze the template's tables: %w", err)
+		}
+	}
+	return nil
 }

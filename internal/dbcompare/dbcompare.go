@@ -24,6 +24,11 @@ type Snapshot struct {
 	Rows map[string]int64
 	// AutoIncrement maps tables with an AUTO_INCREMENT column to the next value.
 	AutoIncrement map[string]int64
+	// Stats maps "table" and "table.index" to InnoDB's persistent optimizer
+	// statistics of it (what mysql.innodb_table_stats and
+	// innodb_index_stats hold). (The figures InnoDB has loaded drift with
+	// every row written, as they do on any server: not compared.)
+	Stats map[string]string
 	// Definers maps views, triggers, routines and events to their definer,
 	// taken out of Objects: each database has an owner of its own, so two
 	// databases compare equal when one's definers map to the other's
@@ -48,7 +53,7 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 	}
 	_, _ = conn.ExecContext(ctx, "SET SESSION information_schema_stats_expiry = 0")
 	s := &Snapshot{Database: name, Objects: map[string]string{}, Checksums: map[string]int64{},
-		Rows: map[string]int64{}, AutoIncrement: map[string]int64{}, Definers: map[string]string{}}
+		Rows: map[string]int64{}, AutoIncrement: map[string]int64{}, Definers: map[string]string{}, Stats: map[string]string{}}
 	norm := func(def string) string {
 		def = strings.ReplaceAll(def, quote(name)+".", "")
 		return autoIncClause.ReplaceAllString(def, "")
@@ -143,7 +148,34 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 			s.Objects[o.kind+" "+n] = s.definer(o.kind+" "+n, norm(v[o.col])) + " /* sql_mode=" + v["sql_mode"] + " */"
 		}
 	}
+	if err := s.takeStats(ctx, conn, name); err != nil {
+		return nil, fmt.Errorf("statistics: %w", err)
+	}
 	return s, nil
+}
+
+// takeStats reads the optimizer statistics of database name.
+func (s *Snapshot) takeStats(ctx context.Context, conn *sql.Conn, name string) error {
+	queries := []struct{ q, key string }{
+		{`SELECT table_name, CONCAT_WS(' ', n_rows, clustered_index_size, sum_of_other_index_sizes)
+			FROM mysql.innodb_table_stats WHERE database_name = ?`, ""},
+		{`SELECT CONCAT(table_name, '.', index_name), GROUP_CONCAT(CONCAT(stat_name, '=', stat_value) ORDER BY stat_name SEPARATOR ' ')
+			FROM mysql.innodb_index_stats WHERE database_name = ? GROUP BY table_name, index_name`, ""},
+	}
+	for _, q := range queries {
+		err := schema.EachRow(ctx, conn, q.q, []any{name}, func(rows *sql.Rows) error {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
+				return err
+			}
+			s.Stats[q.key+k] = v
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // definer records the definer of object key and returns its definition
@@ -198,6 +230,16 @@ func Diff(want, got *Snapshot) []string {
 			if _, ok := w[k]; !ok {
 				d = append(d, fmt.Sprintf("%s of %s: extra value %d", what, k, gv))
 			}
+		}
+	}
+	for k, w := range want.Stats {
+		if g, ok := got.Stats[k]; !ok || g != w {
+			d = append(d, fmt.Sprintf("statistics %s: want %q, got %q (present=%v)", k, w, g, ok))
+		}
+	}
+	for k, g := range got.Stats {
+		if _, ok := want.Stats[k]; !ok {
+			d = append(d, fmt.Sprintf("statistics %s: extra %q", k, g))
 		}
 	}
 	cmp("rows", want.Rows, got.Rows)

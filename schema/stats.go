@@ -1,0 +1,65 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Optimizer statistics. A template is analyzed once after its build; every
+// clone gets the template's persistent statistics (InnoDB's
+// mysql.innodb_table_stats and mysql.innodb_index_stats rows), so that the
+// same query gets the same plan on the template and on every lease, and a
+// reset puts them back where a test changed them (ANALYZE TABLE, and
+// TRUNCATE, which empties them). The copied rows carry StatsSentinel as
+// their last_update: any later ANALYZE or TRUNCATE writes the current time
+// there, which is how a reset finds the tables whose statistics moved.
+
+// StatsSentinel is the last_update of statistics copied from a template.
+const StatsSentinel = "1970-01-02 00:00:00"
+
+// statsTemp is the name tables are renamed to and back, which makes InnoDB
+// load their copied statistics (it reads them when it opens a table anew).
+const statsTemp = "#testdbd-stats"
+
+// StatsSQL returns the statements that give tables of database target the
+// template's statistics: the rows copied with StatsSentinel, and each table
+// that holds rows renamed away and back so that InnoDB loads them. It also
+// returns how many schema-changing statements that is (one RENAME, or
+// none). The renames reset InnoDB's modification counters of those tables.
+func (s *Schema) StatsSQL(target string, tables []*Table) (string, int) {
+	if len(tables) == 0 {
+		return "", 0
+	}
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = literal(t.Name)
+	}
+	in := strings.Join(names, ",")
+	tgt, src := literal(target), literal(s.Database)
+	var b strings.Builder
+	fmt.Fprintf(&b, "DELETE FROM mysql.innodb_table_stats WHERE database_name = %s AND table_name IN (%s);\n", tgt, in)
+	fmt.Fprintf(&b, "DELETE FROM mysql.innodb_index_stats WHERE database_name = %s AND table_name IN (%s);\n", tgt, in)
+	fmt.Fprintf(&b, "INSERT INTO mysql.innodb_table_stats (database_name, table_name, last_update, n_rows, clustered_index_size, sum_of_other_index_sizes) "+
+		"SELECT %s, table_name, '%s', n_rows, clustered_index_size, sum_of_other_index_sizes FROM mysql.innodb_table_stats WHERE database_name = %s AND table_name IN (%s);\n",
+		tgt, StatsSentinel, src, in)
+	fmt.Fprintf(&b, "INSERT INTO mysql.innodb_index_stats (database_name, table_name, index_name, last_update, stat_name, stat_value, sample_size, stat_description) "+
+		"SELECT %s, table_name, index_name, '%s', stat_name, stat_value, sample_size, stat_description FROM mysql.innodb_index_stats WHERE database_name = %s AND table_name IN (%s);\n",
+		tgt, StatsSentinel, src, in)
+	var renames []string
+	for _, t := range tables {
+		if t.Rows > 0 { // an empty table's statistics are those of a new table
+			q, tmp := Quote(target)+"."+Quote(t.Name), Quote(target)+"."+Quote(statsTemp)
+			renames = append(renames, q+" TO "+tmp, tmp+" TO "+q)
+		}
+	}
+	if len(renames) == 0 {
+		return b.String(), 0
+	}
+	b.WriteString("RENAME TABLE " + strings.Join(renames, ", ") + ";\n")
+	return b.String(), 1
+}
+
+// literal quotes s as an SQL string literal.
+func literal(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(s) + "'"
+}
