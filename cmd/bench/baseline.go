@@ -60,7 +60,7 @@ func startBaseline(ctx context.Context, disk bool, tmp, diskPath, pristine strin
 	}
 	var opts testdbd.StartOptions // no settings: the server's defaults, full durability
 	if !disk {
-		opts.Args = instance.Args(b.provider.Engine().Flavor, instance.DefaultConfig)
+		opts.Args = instance.Args(b.provider.Engine(), instance.DefaultConfig)
 	}
 	if b.inst, err = b.provider.Start(ctx, opts); err != nil {
 		return nil, fmt.Errorf("%s baseline: %w", b.name, err)

@@ -168,7 +168,7 @@ func start(t *testing.T, p *docker.Provider) testdbd.Instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	inst, err := p.Start(ctx, testdbd.StartOptions{Args: instance.Args(p.Engine().Flavor, instance.Config{})})
+	inst, err := p.Start(ctx, testdbd.StartOptions{Args: instance.Args(p.Engine(), instance.Config{})})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -349,7 +349,7 @@ func TestCloseRemovesContainers(t *testing.T) {
 		}
 	})
 	for range 2 {
-		if _, err := p.Start(context.Background(), testdbd.StartOptions{Args: instance.Args(p.Engine().Flavor, instance.Config{})}); err != nil {
+		if _, err := p.Start(context.Background(), testdbd.StartOptions{Args: instance.Args(p.Engine(), instance.Config{})}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -29,7 +29,7 @@ func start(t *testing.T, p *native.Provider) testdbd.Instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	inst, err := p.Start(ctx, testdbd.StartOptions{Args: instance.Args(p.Engine().Flavor, instance.Config{})})
+	inst, err := p.Start(ctx, testdbd.StartOptions{Args: instance.Args(p.Engine(), instance.Config{})})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -129,7 +129,7 @@ func TestSettingsReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	st, err := instance.ReadSettings(context.Background(), db, p.Engine().Flavor, instance.Config{})
+	st, err := instance.ReadSettings(context.Background(), db, p.Engine(), instance.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestSettingsReadBack(t *testing.T) {
 	}
 	// A setting the server cannot honour is reported, not hidden.
 	other := instance.Config{BufferPoolBytes: 64 << 20}
-	st, err = instance.ReadSettings(context.Background(), db, p.Engine().Flavor, other)
+	st, err = instance.ReadSettings(context.Background(), db, p.Engine(), other)
 	if err != nil {
 		t.Fatal(err)
 	}
