@@ -53,6 +53,10 @@ func startBaseline(ctx context.Context, disk bool, tmp, diskPath, pristine strin
 		if b.diskRoot, err = os.MkdirTemp(diskPath, "tdbb-disk-"); err != nil {
 			return nil, err
 		}
+		// Under a root daemon the server runs as another user, which must reach it.
+		if err := os.Chmod(b.diskRoot, 0o711); err != nil {
+			return nil, err
+		}
 		cfg.DatadirRoot, cfg.AllowDisk = b.diskRoot, true
 	}
 	if b.provider, err = native.New(ctx, cfg); err != nil {
