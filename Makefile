@@ -23,8 +23,11 @@ GOLANGCI                := $(CURDIR)/.tools/golangci-lint-$(GOLANGCI_VERSION)/go
 run: deps build
 	$(BIN)/testdbd serve $(ARGS)
 
-## test: lint, check generated code, and run every test with the race detector
-test: deps deps-examples deps-browser lint check-generated image
+## test: lint, check generated code, build every server image, and run every
+## test with the race detector over the engine matrix (native MariaDB, Docker
+## MariaDB 10.11, MariaDB 11.8 and MySQL 9.7); TESTDBD_ENGINES=mysql-9.7,...
+## runs some cells only (internal/testenv)
+test: deps deps-examples deps-browser lint check-generated images
 	$(GO) test -race -count=1 -timeout 80m ./...
 
 build:

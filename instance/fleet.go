@@ -126,22 +126,22 @@ func (f *Fleet) Start(ctx context.Context) (*Member, error) {
 }
 
 func (f *Fleet) start(ctx context.Context) (*Member, error) {
-	flavor := f.provider.Engine().Flavor
+	engine := f.provider.Engine()
 	inst, err := f.provider.Start(ctx, testdbd.StartOptions{
-		Args:           Args(flavor, f.cfg.Settings),
+		Args:           Args(engine, f.cfg.Settings),
 		MaxConnections: f.cfg.Settings.MaxConnections,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &Member{Instance: inst, Flavor: flavor, fleet: f, stopped: make(chan struct{})}
+	s := &Member{Instance: inst, Flavor: engine.Flavor, fleet: f, stopped: make(chan struct{})}
 	s.DB, err = OpenAdmin(inst.Admin(), f.cfg.AdminConns)
 	if err == nil {
 		s.StatusDB, err = OpenAdmin(inst.Admin(), 2)
 	}
 	if err == nil {
 		var st []testdbd.Setting
-		if st, err = ReadSettings(ctx, s.DB, flavor, f.cfg.Settings); err == nil {
+		if st, err = ReadSettings(ctx, s.DB, engine, f.cfg.Settings); err == nil {
 			s.Settings = st
 			if bad := testdbd.Mismatched(st); len(bad) > 0 {
 				f.log.Warn("server runs with settings other than those asked for", "instance", inst.ID(), "settings", bad)

@@ -32,17 +32,97 @@ func TestSameValue(t *testing.T) {
 	}
 }
 
-func TestArgsPerFlavor(t *testing.T) {
-	for _, flavor := range []testdbd.Flavor{testdbd.MariaDB, testdbd.MySQL} {
-		args := strings.Join(Args(flavor, Config{}), " ")
+var (
+	mariadb1011 = testdbd.Engine{Flavor: testdbd.MariaDB, Version: "10.11.19"}
+	mariadb118  = testdbd.Engine{Flavor: testdbd.MariaDB, Version: "11.8.9"}
+	mysql97     = testdbd.Engine{Flavor: testdbd.MySQL, Version: "9.7.4"}
+)
+
+func TestArgsPerEngine(t *testing.T) {
+	for _, e := range []testdbd.Engine{mariadb1011, mariadb118, mysql97} {
+		args := strings.Join(Args(e, Config{}), " ")
 		for _, want := range []string{"--skip-log-bin", "--innodb-stats-auto-recalc=OFF", "--innodb-flush-log-at-trx-commit=0"} {
 			if !strings.Contains(args, want) {
-				t.Errorf("%s: %s missing from %s", flavor, want, args)
+				t.Errorf("%s: %s missing from %s", e, want, args)
+			}
+		}
+		// The hardening is the provider's (Hardening), after the settings.
+		if strings.Contains(args, "secure-file-priv") || strings.Contains(args, "symbolic-links") {
+			t.Errorf("%s: hardening among the settings: %s", e, args)
+		}
+	}
+	cases := []struct {
+		e          testdbd.Engine
+		has, hasnt []string
+	}{
+		{mariadb1011, []string{"--innodb-log-file-size=", "--innodb-flush-method=fsync", "--innodb-file-per-table=ON"},
+			[]string{"buffering", "mysqlx"}},
+		// 11.0 deprecated innodb_file_per_table and innodb_flush_method.
+		{mariadb118, []string{"--innodb-log-file-size=", "--innodb-data-file-buffering=ON", "--innodb-log-file-buffering=ON"},
+			[]string{"--innodb-flush-method", "--innodb-file-per-table"}},
+		{mysql97, []string{"--innodb-redo-log-capacity=8388608", "--mysqlx=OFF", "--innodb-numa-interleave=OFF",
+			"--table-open-cache-instances=1", "--information-schema-stats-expiry=0"},
+			[]string{"--innodb-log-file-size", "aria"}},
+	}
+	for _, c := range cases {
+		args := strings.Join(Args(c.e, Config{}), " ")
+		for _, w := range c.has {
+			if !strings.Contains(args, w) {
+				t.Errorf("%s: %s missing from %s", c.e, w, args)
+			}
+		}
+		for _, w := range c.hasnt {
+			if strings.Contains(args, w) {
+				t.Errorf("%s: %s in %s", c.e, w, args)
 			}
 		}
 	}
-	if a := strings.Join(Args(testdbd.MariaDB, Config{}), " "); !strings.Contains(a, "--innodb-log-file-size=") {
-		t.Errorf("mariadb: no redo log size in %s", a)
+}
+
+func TestHardening(t *testing.T) {
+	if got := strings.Join(Hardening(mysql97, "/x/files"), " "); got != "--secure-file-priv=NULL" {
+		t.Errorf("mysql: %s", got)
+	}
+	for _, e := range []testdbd.Engine{mariadb1011, mariadb118} {
+		if got := strings.Join(Hardening(e, "/x/files"), " "); got != "--secure-file-priv=/x/files --skip-symbolic-links" {
+			t.Errorf("%s: %s", e, got)
+		}
+	}
+	// Read back: MySQL's NULL, MariaDB's a directory.
+	for _, e := range []testdbd.Engine{mariadb1011, mysql97} {
+		for _, s := range settings(e, Config{}) {
+			if s.variable != "secure_file_priv" {
+				continue
+			}
+			ok := func(got string) bool {
+				if s.match != nil {
+					return s.match(got)
+				}
+				return sameValue(s.variable, s.want, got)
+			}
+			if e.Flavor == testdbd.MySQL && (!ok("NULL") || ok("/var/lib/mysql-files/")) {
+				t.Errorf("mysql secure_file_priv check wrong")
+			}
+			if e.Flavor == testdbd.MariaDB && (ok("NULL") || ok("") || !ok("/run/testdbd/x/files/")) {
+				t.Errorf("mariadb secure_file_priv check wrong")
+			}
+		}
+	}
+}
+
+func TestAtLeast(t *testing.T) {
+	cases := []struct {
+		v            string
+		major, minor int
+		want         bool
+	}{
+		{"10.11.19", 11, 0, false}, {"11.0.1", 11, 0, true}, {"11.8.9", 11, 0, true},
+		{"9.7.4", 8, 0, true}, {"8.0.36", 8, 4, false}, {"x", 1, 0, false},
+	}
+	for _, c := range cases {
+		if got := atLeast(testdbd.Engine{Version: c.v}, c.major, c.minor); got != c.want {
+			t.Errorf("atLeast(%s, %d.%d) = %v", c.v, c.major, c.minor, got)
+		}
 	}
 }
 

@@ -532,8 +532,30 @@ func ShowCreate(ctx context.Context, conn *sql.Conn, query string) (map[string]s
 	out := map[string]string{}
 	for i, c := range cols {
 		out[c] = vals[i].String
+		if bodyColumns[c] {
+			out[c] = trimBody(out[c])
+		}
 	}
 	return out, rows.Err()
+}
+
+// bodyColumns are the SHOW CREATE columns that hold a routine's, trigger's
+// or event's definition.
+var bodyColumns = map[string]bool{
+	"Create Procedure": true, "Create Function": true, "Create Event": true, "SQL Original Statement": true,
+}
+
+// trimBody removes the terminating semicolons (and the whitespace around
+// them) from a definition. MySQL keeps the ";" that ended the statement in
+// the body of an object whose body is one statement when it was created by
+// a statement that was not the last of a multi-statement batch; MariaDB
+// does not. The statement means the same either way.
+func trimBody(def string) string {
+	t := strings.TrimRight(def, "; \t\r\n")
+	if !strings.Contains(def[len(t):], ";") {
+		return def
+	}
+	return t
 }
 
 func scanStrings(rows *sql.Rows) ([]string, error) {

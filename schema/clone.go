@@ -8,15 +8,23 @@ import (
 	"strings"
 )
 
-// CopySession is the session state for creating tables and copying rows,
-// shared by clones and restores so that both copy rows the same way: no
-// foreign key checks (tables are filled in any order), an sql_mode
-// permissive about the definitions SHOW CREATE printed that keeps explicit
-// zero AUTO_INCREMENT values as they are (what mysqldump does).
+// CreateSession is the session state for creating a clone's tables: no
+// foreign key checks (tables are created in any order) and strict mode, as
+// migrations run under the servers' default sql_mode (MySQL stores a
+// functional index over a NOT NULL column differently when the table is
+// created without it: CHECKSUM TABLE of the clone would never match the
+// template's).
+const CreateSession = "SET SESSION FOREIGN_KEY_CHECKS = 0, sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'"
+
+// CopySession is the session state for copying rows, shared by clones and
+// restores so that both copy rows the same way: no foreign key checks
+// (tables are filled in any order), an sql_mode that keeps explicit zero
+// AUTO_INCREMENT values as they are (what mysqldump does) and accepts the
+// template's rows as they are.
 const CopySession = "SET SESSION FOREIGN_KEY_CHECKS = 0, sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'"
 
 // ResetSession puts an administrative session back the way it was opened
-// after CopySession and WriteObjects changed it.
+// after CreateSession, CopySession and WriteObjects changed it.
 const ResetSession = "SET SESSION FOREIGN_KEY_CHECKS = 1, sql_mode = DEFAULT; SET NAMES utf8mb4"
 
 // CloneSQL returns one multi-statement batch that creates database target
@@ -35,11 +43,12 @@ func (s *Schema) CloneSQL(target, owner string) (string, int, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE DATABASE %s CHARACTER SET %s COLLATE %s;\n", Quote(target), s.Charset, s.Collation)
 	fmt.Fprintf(&b, "USE %s;\n", Quote(target))
-	b.WriteString(CopySession + ";\n")
+	b.WriteString(CreateSession + ";\n")
 	for _, t := range s.Tables {
 		b.WriteString(t.Create)
 		b.WriteString(";\n")
 	}
+	b.WriteString(CopySession + ";\n")
 	for _, t := range s.Tables {
 		if t.Rows > 0 {
 			b.WriteString(s.CopyRowsSQL(t, target))

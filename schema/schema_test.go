@@ -74,3 +74,20 @@ func TestQuote(t *testing.T) {
 		t.Errorf("Quote = %s", got)
 	}
 }
+
+func TestTrimBody(t *testing.T) {
+	cases := map[string]string{
+		"CREATE PROCEDURE `p`() SELECT 1":     "CREATE PROCEDURE `p`() SELECT 1",
+		"CREATE PROCEDURE `p`() SELECT 1;":    "CREATE PROCEDURE `p`() SELECT 1",
+		"... DO DELETE FROM t WHERE v = 2\n;": "... DO DELETE FROM t WHERE v = 2",
+		"... SET NEW.v = NEW.v + 1 ; ;\n":     "... SET NEW.v = NEW.v + 1",
+		"... BEGIN\n  SELECT 1;\nEND":         "... BEGIN\n  SELECT 1;\nEND",
+		"... SELECT 1 -- a comment\n":         "... SELECT 1 -- a comment\n", // no ";": as it is
+		"... RETURN ';'":                      "... RETURN ';'",
+	}
+	for in, want := range cases {
+		if got := trimBody(in); got != want {
+			t.Errorf("trimBody(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

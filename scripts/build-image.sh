@@ -79,10 +79,16 @@ printf '127.0.0.1 localhost\n::1 localhost\n' >"$root/etc/hosts"
 
 # The pristine datadir every container copies into its tmpfs datadir: root
 # authenticates by Unix socket only; testdbd adds its own admin account at
-# start (--init-file).
-user_opt=()
-[ "$(id -u)" -eq 0 ] && user_opt=(--user=root)
-if ! mariadb-install-db --no-defaults --datadir="$root/testdbd/seed" "${user_opt[@]}" \
+# start (--init-file). As root it is made under the host name "localhost"
+# (a UTS namespace of its own), so that no grant in the seed names the build
+# machine (each container would log "'proxies_priv' entry '@% root@<host>'
+# ignored in --skip-name-resolve mode").
+user_opt=() host_opt=()
+if [ "$(id -u)" -eq 0 ]; then
+  user_opt=(--user=root)
+  host_opt=(unshare --uts sh -c 'hostname localhost && exec "$@"' localhost)
+fi
+if ! "${host_opt[@]}" mariadb-install-db --no-defaults --datadir="$root/testdbd/seed" "${user_opt[@]}" \
   --auth-root-authentication-method=socket --auth-root-socket-user=root \
   --skip-test-db --force --innodb-log-file-size="$log_file_size" >"$work/install.log" 2>&1; then
   cat "$work/install.log" >&2

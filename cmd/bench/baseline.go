@@ -53,6 +53,10 @@ func startBaseline(ctx context.Context, disk bool, tmp, diskPath, pristine strin
 		if b.diskRoot, err = os.MkdirTemp(diskPath, "tdbb-disk-"); err != nil {
 			return nil, err
 		}
+		// Under a root daemon the server runs as another user, which must reach it.
+		if err := os.Chmod(b.diskRoot, 0o711); err != nil {
+			return nil, err
+		}
 		cfg.DatadirRoot, cfg.AllowDisk = b.diskRoot, true
 	}
 	if b.provider, err = native.New(ctx, cfg); err != nil {
@@ -60,7 +64,7 @@ func startBaseline(ctx context.Context, disk bool, tmp, diskPath, pristine strin
 	}
 	var opts testdbd.StartOptions // no settings: the server's defaults, full durability
 	if !disk {
-		opts.Args = instance.Args(b.provider.Engine().Flavor, instance.DefaultConfig)
+		opts.Args = instance.Args(b.provider.Engine(), instance.DefaultConfig)
 	}
 	if b.inst, err = b.provider.Start(ctx, opts); err != nil {
 		return nil, fmt.Errorf("%s baseline: %w", b.name, err)

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -153,7 +152,8 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 	if _, err := p.cli.ImageInspect(ctx, cfg.Image); err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return nil, testdbd.Errorf(testdbd.EUnavailable,
-				"docker provider: image %s is not present locally and testdbd never pulls: build it with `make image`, "+
+				"docker provider: image %s is not present locally and testdbd never pulls: build the local images with `make images` "+
+					"(testdbd/mariadb:10.11-local alone: `make image`), "+
 					"or pass --image with an image you have (docker images; e.g. mariadb:10.11 or mysql:8.4 after a docker pull)", cfg.Image)
 		}
 		return nil, fmt.Errorf("docker provider: inspect image %s: %w", cfg.Image, err)
@@ -370,7 +370,8 @@ func (p *Provider) terminate(ctr *testcontainers.DockerContainer) error {
 	return nil
 }
 
-// logs returns a container's output: the last tail lines, or "all".
+// logs returns a container's output: the last tail lines, or "all"; at
+// most its last instance.MaxCrashLogBytes.
 func (p *Provider) logs(ctx context.Context, id, tail string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -379,11 +380,38 @@ func (p *Provider) logs(ctx context.Context, id, tail string) string {
 		return fmt.Sprintf("(no logs: %v)", err)
 	}
 	defer rc.Close()
-	var buf bytes.Buffer
-	if _, err := stdcopy.StdCopy(&buf, &buf, io.LimitReader(rc, 1<<20)); err != nil && buf.Len() == 0 {
+	buf := &tailBuffer{max: instance.MaxCrashLogBytes}
+	if _, err := stdcopy.StdCopy(buf, buf, rc); err != nil && buf.b.Len() == 0 {
 		return fmt.Sprintf("(no logs: %v)", err)
 	}
 	return strings.TrimSpace(buf.String())
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	b   bytes.Buffer
+	max int
+	cut bool
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n, _ := t.b.Write(p)
+	if t.b.Len() > 2*t.max {
+		t.b.Next(t.b.Len() - t.max)
+		t.cut = true
+	}
+	return n, nil
+}
+
+func (t *tailBuffer) String() string {
+	b := t.b.Bytes()
+	if len(b) > t.max {
+		b, t.cut = b[len(b)-t.max:], true
+	}
+	if t.cut {
+		return "(beginning cut)\n" + string(b)
+	}
+	return string(b)
 }
 
 // networkMode puts a container in the given network mode (host or none)

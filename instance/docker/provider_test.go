@@ -24,12 +24,13 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/docker"
+	"github.com/testdbd/testdbd/internal/random"
 	"github.com/testdbd/testdbd/internal/testenv"
 )
 
-// image is the image under test: DefaultImage unless TESTDBD_TEST_IMAGE
-// names another (an official mysql or mariadb image, say).
-var image = docker.DefaultImage
+// cells are the Docker cells of the engine matrix under test (see
+// testenv.Providers: TESTDBD_ENGINES selects, TESTDBD_TEST_IMAGE replaces).
+var cells []testenv.Provider
 
 // engine is the Docker engine, or nil with noEngine saying why.
 var (
@@ -42,9 +43,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
 		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 	}
-	if v := os.Getenv("TESTDBD_TEST_IMAGE"); v != "" {
-		image = v
-	}
+	cells = testenv.Kind("docker")
 	docker.SetLibraryLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	var err error
@@ -105,6 +104,22 @@ func testContainers() []string {
 	return left
 }
 
+// eachImage runs test once per Docker cell, as a subtest named after it.
+func eachImage(t *testing.T, test func(t *testing.T, image string)) {
+	t.Helper()
+	if len(cells) == 0 {
+		t.Skip("TESTDBD_ENGINES selects no Docker cell")
+	}
+	for _, c := range cells {
+		t.Run(c.Name, func(t *testing.T) {
+			if c.Kind != "docker" {
+				c.New(t) // an unknown cell: fails, naming the cells that exist
+			}
+			test(t, c.Image)
+		})
+	}
+}
+
 // needEngine skips the test when no Docker engine is reachable.
 func needEngine(t *testing.T) {
 	t.Helper()
@@ -118,8 +133,9 @@ func needEngine(t *testing.T) {
 // run containers at the same time).
 var stateDirs sync.Map
 
-// config returns a provider configuration with a fresh state directory.
-func config(t *testing.T) docker.Config {
+// config returns a provider configuration of image with a fresh state
+// directory.
+func config(t *testing.T, image string) docker.Config {
 	dir := testenv.StateDir(t)
 	stateDirs.Store(dir, true)
 	return docker.Config{StateDir: dir, Image: image, TmpfsBytes: 512 << 20, Logger: testenv.Logger(t)}
@@ -168,7 +184,7 @@ func start(t *testing.T, p *docker.Provider) testdbd.Instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	inst, err := p.Start(ctx, testdbd.StartOptions{Args: instance.Args(p.Engine().Flavor, instance.Config{})})
+	inst, err := p.Start(ctx, testdbd.StartOptions{Args: instance.Args(p.Engine(), instance.Config{})})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -202,170 +218,178 @@ func admin(t *testing.T, inst testdbd.Instance) *sql.DB {
 }
 
 func TestStartStop(t *testing.T) {
-	p := newProvider(t, config(t))
-	if f := p.Engine().Flavor; f != testdbd.MariaDB && f != testdbd.MySQL {
-		t.Fatalf("engine flavor %q", f)
-	}
-	if p.Name() != "docker" {
-		t.Errorf("Name() = %q", p.Name())
-	}
-	inst := start(t, p)
-	info := inst.Info(context.Background())
-	if info.Provider != "docker" || info.Image != image || info.ContainerID == "" || info.Datadir != docker.Datadir {
-		t.Errorf("info: %+v", info)
-	}
-	if !info.DatadirOnTmpfs {
-		t.Errorf("datadir %s is not reported on tmpfs", info.Datadir)
-	}
-	if info.Port == 0 || info.PID == 0 || info.MemoryBytes == 0 || info.StartupTime == 0 || info.State != testdbd.InstanceRunning {
-		t.Errorf("incomplete info: %+v", info)
-	}
-	t.Logf("started in %v, memory %d MB, datadir %d MB", info.StartupTime, info.MemoryBytes>>20, info.DatadirBytes>>20)
-	if os.Geteuid() == 0 && info.DatadirBytes == 0 {
-		t.Errorf("datadir usage not read (as root, through /proc/%d/root)", info.PID)
-	}
+	eachImage(t, func(t *testing.T, image string) {
+		p := newProvider(t, config(t, image))
+		if f := p.Engine().Flavor; f != testdbd.MariaDB && f != testdbd.MySQL {
+			t.Fatalf("engine flavor %q", f)
+		}
+		if p.Name() != "docker" {
+			t.Errorf("Name() = %q", p.Name())
+		}
+		inst := start(t, p)
+		info := inst.Info(context.Background())
+		if info.Provider != "docker" || info.Image != image || info.ContainerID == "" || info.Datadir != docker.Datadir {
+			t.Errorf("info: %+v", info)
+		}
+		if !info.DatadirOnTmpfs {
+			t.Errorf("datadir %s is not reported on tmpfs", info.Datadir)
+		}
+		if info.Port == 0 || info.PID == 0 || info.MemoryBytes == 0 || info.StartupTime == 0 || info.State != testdbd.InstanceRunning {
+			t.Errorf("incomplete info: %+v", info)
+		}
+		t.Logf("started in %v, memory %d MB, datadir %d MB", info.StartupTime, info.MemoryBytes>>20, info.DatadirBytes>>20)
+		if os.Geteuid() == 0 && info.DatadirBytes == 0 {
+			t.Errorf("datadir usage not read (as root, through /proc/%d/root)", info.PID)
+		}
 
-	// The container's own inspect data shows the tmpfs datadir and the
-	// host network, and the server runs with that datadir.
-	ins, err := engine.ContainerInspect(context.Background(), info.ContainerID, client.ContainerInspectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if opts, ok := ins.Container.HostConfig.Tmpfs[docker.Datadir]; !ok || !strings.Contains(opts, "size=") {
-		t.Errorf("container tmpfs mounts: %v", ins.Container.HostConfig.Tmpfs)
-	}
-	if ins.Container.HostConfig.NetworkMode != "host" {
-		t.Errorf("network mode %q, want host", ins.Container.HostConfig.NetworkMode)
-	}
-	if got := ins.Container.Config.Labels[docker.LabelOwner]; got != p.Owner() {
-		t.Errorf("owner label %q, want %q", got, p.Owner())
-	}
-	if _, ok := ins.Container.Config.Labels[docker.LabelInstance]; !ok {
-		t.Errorf("no %s label: %v", docker.LabelInstance, ins.Container.Config.Labels)
-	}
-	var datadir string
-	if err := admin(t, inst).QueryRow("SELECT @@datadir").Scan(&datadir); err != nil {
-		t.Fatalf("admin connection: %v", err)
-	}
-	if strings.TrimSuffix(datadir, "/") != docker.Datadir {
-		t.Errorf("server datadir %q, want %s", datadir, docker.Datadir)
-	}
+		// The container's own inspect data shows the tmpfs datadir and the
+		// host network, and the server runs with that datadir.
+		ins, err := engine.ContainerInspect(context.Background(), info.ContainerID, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts, ok := ins.Container.HostConfig.Tmpfs[docker.Datadir]; !ok || !strings.Contains(opts, "size=") {
+			t.Errorf("container tmpfs mounts: %v", ins.Container.HostConfig.Tmpfs)
+		}
+		if ins.Container.HostConfig.NetworkMode != "host" {
+			t.Errorf("network mode %q, want host", ins.Container.HostConfig.NetworkMode)
+		}
+		if got := ins.Container.Config.Labels[docker.LabelOwner]; got != p.Owner() {
+			t.Errorf("owner label %q, want %q", got, p.Owner())
+		}
+		if _, ok := ins.Container.Config.Labels[docker.LabelInstance]; !ok {
+			t.Errorf("no %s label: %v", docker.LabelInstance, ins.Container.Config.Labels)
+		}
+		var datadir string
+		if err := admin(t, inst).QueryRow("SELECT @@datadir").Scan(&datadir); err != nil {
+			t.Fatalf("admin connection: %v", err)
+		}
+		if strings.TrimSuffix(datadir, "/") != docker.Datadir {
+			t.Errorf("server datadir %q, want %s", datadir, docker.Datadir)
+		}
 
-	// root is not reachable over TCP (only by Unix socket inside the
-	// container), with or without a password guess.
-	host, port := inst.ClientAddr()
-	if err := connect(t, host, port, "root", "", "").Ping(); err == nil {
-		t.Error("root logged in over TCP without a password")
-	}
+		// root is not reachable over TCP (only by Unix socket inside the
+		// container), with or without a password guess.
+		host, port := inst.ClientAddr()
+		if err := connect(t, host, port, "root", "", "").Ping(); err == nil {
+			t.Error("root logged in over TCP without a password")
+		}
 
-	if err := inst.Stop(context.Background()); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	select {
-	case <-inst.Done():
-	default:
-		t.Error("Done not closed after Stop")
-	}
-	if inst.Err() != nil {
-		t.Errorf("Err after a deliberate stop: %v", inst.Err())
-	}
-	if _, err := engine.ContainerInspect(context.Background(), info.ContainerID, client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
-		t.Errorf("container %s still exists after Stop (inspect: %v)", info.ContainerID, err)
-	}
-	if err := inst.Stop(context.Background()); err != nil {
-		t.Errorf("second stop: %v", err)
-	}
+		if err := inst.Stop(context.Background()); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+		select {
+		case <-inst.Done():
+		default:
+			t.Error("Done not closed after Stop")
+		}
+		if inst.Err() != nil {
+			t.Errorf("Err after a deliberate stop: %v", inst.Err())
+		}
+		if _, err := engine.ContainerInspect(context.Background(), info.ContainerID, client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
+			t.Errorf("container %s still exists after Stop (inspect: %v)", info.ContainerID, err)
+		}
+		if err := inst.Stop(context.Background()); err != nil {
+			t.Errorf("second stop: %v", err)
+		}
+	})
 }
 
 // TestFleetSettings starts a server through the fleet, which reads every
 // disposable-data setting back over the admin connection.
 func TestFleetSettings(t *testing.T) {
-	p := newProvider(t, config(t))
-	f := instance.NewFleet(p, instance.FleetConfig{MaxInstances: 1, Logger: testenv.Logger(t)})
-	t.Cleanup(func() { _ = f.Close(context.Background()) })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := f.Start(ctx)
-	if err != nil {
-		t.Fatalf("fleet start: %v", err)
-	}
-	info, dbs := s.Describe(ctx)
-	if len(info.Settings) < 15 {
-		t.Fatalf("only %d settings read back", len(info.Settings))
-	}
-	for _, st := range info.Settings {
-		if !st.OK {
-			t.Errorf("setting %s: asked %s, server runs with %s", st.Name, st.Requested, st.Actual)
+	eachImage(t, func(t *testing.T, image string) {
+		p := newProvider(t, config(t, image))
+		f := instance.NewFleet(p, instance.FleetConfig{MaxInstances: 1, Logger: testenv.Logger(t)})
+		t.Cleanup(func() { _ = f.Close(context.Background()) })
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s, err := f.Start(ctx)
+		if err != nil {
+			t.Fatalf("fleet start: %v", err)
 		}
-	}
-	if dbs != 0 {
-		t.Errorf("%d databases on a fresh server, want 0", dbs)
-	}
+		info, dbs := s.Describe(ctx)
+		if len(info.Settings) < 15 {
+			t.Fatalf("only %d settings read back", len(info.Settings))
+		}
+		for _, st := range info.Settings {
+			if !st.OK {
+				t.Errorf("setting %s: asked %s, server runs with %s", st.Name, st.Requested, st.Actual)
+			}
+		}
+		if dbs != 0 {
+			t.Errorf("%d databases on a fresh server, want 0", dbs)
+		}
+	})
 }
 
 // TestLeaseUser creates a user the way leases do ('u'@'%' with a password,
 // privileges on one database) and connects with it over TCP from the host.
 func TestLeaseUser(t *testing.T) {
-	p := newProvider(t, config(t))
-	inst := start(t, p)
-	adm := admin(t, inst)
-	_, err := adm.Exec("CREATE DATABASE w1; CREATE DATABASE other; " +
-		"CREATE USER 'u'@'%' IDENTIFIED BY 'secret-1'; GRANT ALL PRIVILEGES ON w1.* TO 'u'@'%'")
-	if err != nil {
-		t.Fatalf("create lease user: %v", err)
-	}
-	host, port := inst.ClientAddr()
-	db := connect(t, host, port, "u", "secret-1", "w1")
-	if _, err := db.Exec("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v TEXT)"); err != nil {
-		t.Fatalf("lease user: %v", err)
-	}
-	if _, err := db.Exec("INSERT INTO t (v) VALUES ('x')"); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM t").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("count: %d, %v", n, err)
-	}
-	if _, err := db.Exec("CREATE TABLE other.t (id INT)"); err == nil {
-		t.Error("the lease user could write to another database")
-	}
-	if err := connect(t, host, port, "u", "wrong", "w1").Ping(); err == nil {
-		t.Error("a wrong password was accepted")
-	}
+	eachImage(t, func(t *testing.T, image string) {
+		p := newProvider(t, config(t, image))
+		inst := start(t, p)
+		adm := admin(t, inst)
+		_, err := adm.Exec("CREATE DATABASE w1; CREATE DATABASE other; " +
+			"CREATE USER 'u'@'%' IDENTIFIED BY 'secret-1'; GRANT ALL PRIVILEGES ON w1.* TO 'u'@'%'")
+		if err != nil {
+			t.Fatalf("create lease user: %v", err)
+		}
+		host, port := inst.ClientAddr()
+		db := connect(t, host, port, "u", "secret-1", "w1")
+		if _, err := db.Exec("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v TEXT)"); err != nil {
+			t.Fatalf("lease user: %v", err)
+		}
+		if _, err := db.Exec("INSERT INTO t (v) VALUES ('x')"); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM t").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("count: %d, %v", n, err)
+		}
+		if _, err := db.Exec("CREATE TABLE other.t (id INT)"); err == nil {
+			t.Error("the lease user could write to another database")
+		}
+		if err := connect(t, host, port, "u", "wrong", "w1").Ping(); err == nil {
+			t.Error("a wrong password was accepted")
+		}
+	})
 }
 
 // TestCloseRemovesContainers checks that Close leaves no container.
 func TestCloseRemovesContainers(t *testing.T) {
-	needEngine(t)
-	cfg := config(t)
-	p, err := docker.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			_ = p.Close(context.Background())
-		}
-	})
-	for range 2 {
-		if _, err := p.Start(context.Background(), testdbd.StartOptions{Args: instance.Args(p.Engine().Flavor, instance.Config{})}); err != nil {
+	eachImage(t, func(t *testing.T, image string) {
+		needEngine(t)
+		cfg := config(t, image)
+		p, err := docker.New(context.Background(), cfg)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if n := len(containers(t, p.Owner())); n != 2 {
-		t.Fatalf("%d containers running, want 2", n)
-	}
-	closed = true
-	if err := p.Close(context.Background()); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if left := containers(t, p.Owner()); len(left) > 0 {
-		t.Errorf("containers left after Close: %v", left)
-	}
-	if _, err := p.Start(context.Background(), testdbd.StartOptions{}); testdbd.ErrorCode(err) != testdbd.EUnavailable {
-		t.Errorf("start after close: %v", err)
-	}
+		closed := false
+		t.Cleanup(func() {
+			if !closed {
+				_ = p.Close(context.Background())
+			}
+		})
+		for range 2 {
+			if _, err := p.Start(context.Background(), testdbd.StartOptions{Args: instance.Args(p.Engine(), instance.Config{})}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(containers(t, p.Owner())); n != 2 {
+			t.Fatalf("%d containers running, want 2", n)
+		}
+		closed = true
+		if err := p.Close(context.Background()); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		if left := containers(t, p.Owner()); len(left) > 0 {
+			t.Errorf("containers left after Close: %v", left)
+		}
+		if _, err := p.Start(context.Background(), testdbd.StartOptions{}); testdbd.ErrorCode(err) != testdbd.EUnavailable {
+			t.Errorf("start after close: %v", err)
+		}
+	})
 }
 
 // TestSweepAfterKill: a provider abandoned without Close (its daemon killed
@@ -373,107 +397,117 @@ func TestCloseRemovesContainers(t *testing.T) {
 // state directory removes them, and never touches another state
 // directory's containers.
 func TestSweepAfterKill(t *testing.T) {
-	needEngine(t)
-	cfgA := config(t)
-	a, err := docker.New(context.Background(), cfgA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, id := range containers(t, a.Owner()) {
-			_, _ = engine.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true})
+	eachImage(t, func(t *testing.T, image string) {
+		needEngine(t)
+		cfgA := config(t, image)
+		a, err := docker.New(context.Background(), cfgA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			for _, id := range containers(t, a.Owner()) {
+				_, _ = engine.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true})
+			}
+		})
+		instA := start(t, a)
+		idA := instA.Info(context.Background()).ContainerID
+		a.Abandon()
+
+		b := newProvider(t, config(t, image))
+		instB := start(t, b)
+
+		if got := containers(t, a.Owner()); len(got) != 1 || got[0] != idA {
+			t.Fatalf("abandoned provider's containers: %v, want [%s]", got, idA)
+		}
+		a2 := newProvider(t, cfgA)
+		if a2.Owner() != a.Owner() {
+			t.Fatalf("same state directory, owners %s and %s", a.Owner(), a2.Owner())
+		}
+		if got := containers(t, a.Owner()); len(got) != 0 {
+			t.Errorf("containers of the killed daemon remain after restart: %v", got)
+		}
+		// The other daemon's server is untouched and still answers.
+		if got := containers(t, b.Owner()); len(got) != 1 {
+			t.Errorf("other state directory's containers: %v, want 1", got)
+		}
+		select {
+		case <-instB.Done():
+			t.Fatalf("the other daemon's server died: %v", instB.Err())
+		default:
+		}
+		if err := admin(t, instB).Ping(); err != nil {
+			t.Errorf("other daemon's server: %v", err)
 		}
 	})
-	instA := start(t, a)
-	idA := instA.Info(context.Background()).ContainerID
-	a.Abandon()
-
-	b := newProvider(t, config(t))
-	instB := start(t, b)
-
-	if got := containers(t, a.Owner()); len(got) != 1 || got[0] != idA {
-		t.Fatalf("abandoned provider's containers: %v, want [%s]", got, idA)
-	}
-	a2 := newProvider(t, cfgA)
-	if a2.Owner() != a.Owner() {
-		t.Fatalf("same state directory, owners %s and %s", a.Owner(), a2.Owner())
-	}
-	if got := containers(t, a.Owner()); len(got) != 0 {
-		t.Errorf("containers of the killed daemon remain after restart: %v", got)
-	}
-	// The other daemon's server is untouched and still answers.
-	if got := containers(t, b.Owner()); len(got) != 1 {
-		t.Errorf("other state directory's containers: %v, want 1", got)
-	}
-	select {
-	case <-instB.Done():
-		t.Fatalf("the other daemon's server died: %v", instB.Err())
-	default:
-	}
-	if err := admin(t, instB).Ping(); err != nil {
-		t.Errorf("other daemon's server: %v", err)
-	}
 }
 
 // TestKilledContainerNoticed: a container killed behind testdbd's back
 // closes Done within seconds, and Err says what happened.
 func TestKilledContainerNoticed(t *testing.T) {
-	p := newProvider(t, config(t))
-	inst := start(t, p)
-	id := inst.Info(context.Background()).ContainerID
-	killed := time.Now()
-	if _, err := engine.ContainerKill(context.Background(), id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-inst.Done():
-		t.Logf("noticed after %v", time.Since(killed).Round(time.Millisecond))
-	case <-time.After(10 * time.Second):
-		t.Fatal("Done not closed within 10 s of docker kill")
-	}
-	if err := inst.Err(); err == nil || !strings.Contains(err.Error(), "exited") {
-		t.Errorf("Err = %v, want an unexpected exit", err)
-	}
-	if st := inst.Info(context.Background()).State; st != testdbd.InstanceFailed {
-		t.Errorf("state %q after kill, want failed", st)
-	}
-	if err := inst.Stop(context.Background()); err != nil {
-		t.Errorf("stop after kill: %v", err)
-	}
-	if left := containers(t, p.Owner()); len(left) > 0 {
-		t.Errorf("killed container not removed by Stop: %v", left)
-	}
+	eachImage(t, func(t *testing.T, image string) {
+		p := newProvider(t, config(t, image))
+		inst := start(t, p)
+		id := inst.Info(context.Background()).ContainerID
+		killed := time.Now()
+		if _, err := engine.ContainerKill(context.Background(), id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-inst.Done():
+			t.Logf("noticed after %v", time.Since(killed).Round(time.Millisecond))
+		case <-time.After(10 * time.Second):
+			t.Fatal("Done not closed within 10 s of docker kill")
+		}
+		if err := inst.Err(); err == nil || !strings.Contains(err.Error(), "exited") {
+			t.Errorf("Err = %v, want an unexpected exit", err)
+		}
+		if st := inst.Info(context.Background()).State; st != testdbd.InstanceFailed {
+			t.Errorf("state %q after kill, want failed", st)
+		}
+		if err := inst.Stop(context.Background()); err != nil {
+			t.Errorf("stop after kill: %v", err)
+		}
+		if left := containers(t, p.Owner()); len(left) > 0 {
+			t.Errorf("killed container not removed by Stop: %v", left)
+		}
+	})
 }
 
 // TestInitializeWithoutSeed exercises the path the official images take:
 // the datadir is initialized in the container by the engine's own tool
 // (mariadb-install-db here) instead of copied from a pristine seed.
 func TestInitializeWithoutSeed(t *testing.T) {
-	cfg := config(t)
-	cfg.NoSeed = true
-	p := newProvider(t, cfg)
-	f := instance.NewFleet(p, instance.FleetConfig{MaxInstances: 1, Logger: testenv.Logger(t)})
-	t.Cleanup(func() { _ = f.Close(context.Background()) })
-	s, err := f.Start(context.Background())
-	if err != nil {
-		t.Fatalf("fleet start: %v", err)
-	}
-	if bad := testdbd.Mismatched(s.Info(context.Background()).Settings); len(bad) > 0 {
-		t.Errorf("settings that did not take: %v", bad)
-	}
-	var n int
-	if err := s.DB.QueryRow("SELECT COUNT(*) FROM mysql.user WHERE user = 'root'").Scan(&n); err != nil || n == 0 {
-		t.Errorf("system tables: %d root accounts, %v", n, err)
-	}
+	eachImage(t, func(t *testing.T, image string) {
+		cfg := config(t, image)
+		cfg.NoSeed = true
+		p := newProvider(t, cfg)
+		f := instance.NewFleet(p, instance.FleetConfig{MaxInstances: 1, Logger: testenv.Logger(t)})
+		t.Cleanup(func() { _ = f.Close(context.Background()) })
+		s, err := f.Start(context.Background())
+		if err != nil {
+			t.Fatalf("fleet start: %v", err)
+		}
+		if bad := testdbd.Mismatched(s.Info(context.Background()).Settings); len(bad) > 0 {
+			t.Errorf("settings that did not take: %v", bad)
+		}
+		var n int
+		if err := s.DB.QueryRow("SELECT COUNT(*) FROM mysql.user WHERE user = 'root'").Scan(&n); err != nil || n == 0 {
+			t.Errorf("system tables: %d root accounts, %v", n, err)
+		}
+	})
 }
 
 func TestErrors(t *testing.T) {
 	needEngine(t)
+	image := docker.DefaultImage
+	if len(cells) > 0 && cells[0].Image != "" {
+		image = cells[0].Image
+	}
 	t.Run("missing image", func(t *testing.T) {
-		cfg := config(t)
+		cfg := config(t, image)
 		cfg.Image = "testdbd/no-such-image:missing"
 		_, err := docker.New(context.Background(), cfg)
-		if err == nil || !strings.Contains(err.Error(), "make image") || !strings.Contains(err.Error(), "--image") {
+		if err == nil || !strings.Contains(err.Error(), "make images") || !strings.Contains(err.Error(), "--image") {
 			t.Errorf("missing image: %v", err)
 		}
 		if testdbd.ErrorCode(err) != testdbd.EUnavailable {
@@ -481,7 +515,7 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	t.Run("state directory in use", func(t *testing.T) {
-		cfg := config(t)
+		cfg := config(t, image)
 		newProvider(t, cfg)
 		_, err := docker.New(context.Background(), cfg)
 		if testdbd.ErrorCode(err) != testdbd.EConflict {
@@ -500,58 +534,61 @@ func TestErrors(t *testing.T) {
 // /var/lib/mysql, a non-root USER, no seed), made from the local image since
 // the official ones cannot be pulled here. testdbd's own start command must
 // replace the entrypoint, run as root, initialize the datadir with
-// mariadb-install-db, and leave no anonymous volume behind.
+// mariadb-install-db or mysqld --initialize-insecure, and leave no
+// anonymous volume behind.
 func TestOfficialImageLayout(t *testing.T) {
-	needEngine(t)
-	ctx := context.Background()
-	created, err := engine.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config:     &container.Config{Image: image},
-		HostConfig: &container.HostConfig{NetworkMode: "none"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer engine.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
-	ref := "testdbd/official-layout:test-" + strconv.Itoa(os.Getpid())
-	_, err = engine.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: ref, Changes: []string{
-		`ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]`, `CMD ["mariadbd"]`,
-		`EXPOSE 3306 33060`, `VOLUME /var/lib/mysql`, `USER mysql`,
-	}})
-	if err != nil {
-		t.Fatalf("commit an official-like image: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = engine.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
-	})
-	volumes := func() int {
-		list, err := engine.VolumeList(ctx, client.VolumeListOptions{})
+	eachImage(t, func(t *testing.T, image string) {
+		needEngine(t)
+		ctx := context.Background()
+		created, err := engine.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config:     &container.Config{Image: image},
+			HostConfig: &container.HostConfig{NetworkMode: "none"},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(list.Items)
-	}
-	before := volumes()
+		defer engine.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
+		ref := "testdbd/official-layout:test-" + strconv.Itoa(os.Getpid()) + "-" + random.Hex(3)
+		_, err = engine.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: ref, Changes: []string{
+			`ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]`, `CMD ["mariadbd"]`,
+			`EXPOSE 3306 33060`, `VOLUME /var/lib/mysql`, `USER mysql`,
+		}})
+		if err != nil {
+			t.Fatalf("commit an official-like image: %v", err)
+		}
+		t.Cleanup(func() {
+			_, _ = engine.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+		})
+		volumes := func() int {
+			list, err := engine.VolumeList(ctx, client.VolumeListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(list.Items)
+		}
+		before := volumes()
 
-	cfg := config(t)
-	cfg.Image, cfg.NoSeed = ref, true
-	p := newProvider(t, cfg)
-	f := instance.NewFleet(p, instance.FleetConfig{MaxInstances: 1, Logger: testenv.Logger(t)})
-	s, err := f.Start(ctx)
-	if err != nil {
-		t.Fatalf("fleet start: %v", err)
-	}
-	info := s.Info(ctx)
-	if bad := testdbd.Mismatched(info.Settings); len(bad) > 0 || !info.DatadirOnTmpfs {
-		t.Errorf("settings not taken %v, datadir on tmpfs %v", bad, info.DatadirOnTmpfs)
-	}
-	var user string
-	if err := s.DB.QueryRow("SELECT CURRENT_USER()").Scan(&user); err != nil {
-		t.Fatalf("admin: %v", err)
-	}
-	if err := f.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if after := volumes(); after != before {
-		t.Errorf("%d volumes before, %d after: an anonymous volume was left for /var/lib/mysql", before, after)
-	}
+		cfg := config(t, image)
+		cfg.Image, cfg.NoSeed = ref, true
+		p := newProvider(t, cfg)
+		f := instance.NewFleet(p, instance.FleetConfig{MaxInstances: 1, Logger: testenv.Logger(t)})
+		s, err := f.Start(ctx)
+		if err != nil {
+			t.Fatalf("fleet start: %v", err)
+		}
+		info := s.Info(ctx)
+		if bad := testdbd.Mismatched(info.Settings); len(bad) > 0 || !info.DatadirOnTmpfs {
+			t.Errorf("settings not taken %v, datadir on tmpfs %v", bad, info.DatadirOnTmpfs)
+		}
+		var user string
+		if err := s.DB.QueryRow("SELECT CURRENT_USER()").Scan(&user); err != nil {
+			t.Fatalf("admin: %v", err)
+		}
+		if err := f.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if after := volumes(); after != before {
+			t.Errorf("%d volumes before, %d after: an anonymous volume was left for /var/lib/mysql", before, after)
+		}
+	})
 }

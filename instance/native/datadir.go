@@ -30,7 +30,7 @@ import (
 type record struct {
 	ID      string `json:"id"`
 	PID     int    `json:"pid,omitempty"`
-	Root    string `json:"root"`    // the instance's tmpfs area: datadir and tmpdir live here
+	Root    string `json:"root"`    // the instance's tmpfs area: datadir, tmpdir, socket, error log
 	Mounted bool   `json:"mounted"` // Root is a tmpfs mount of its own
 	Outside bool   `json:"outside"` // Root is outside the instance directory (e.g. /dev/shm)
 	Started string `json:"started,omitempty"`
@@ -72,6 +72,13 @@ func (p *Provider) sweep(ctx context.Context) error {
 			return fmt.Errorf("remove leftovers of instance %s: %w", e.Name(), err)
 		}
 		p.log.Info("removed leftovers of a previous daemon", "instance", e.Name())
+	}
+	// Initializations a killed daemon did not finish.
+	inits, _ := filepath.Glob(filepath.Join(p.runBase, "init-*"))
+	for _, dir := range inits {
+		if err := removeScratch(dir); err != nil {
+			return fmt.Errorf("remove leftovers of an initialization: %w", err)
+		}
 	}
 	return nil
 }
@@ -188,20 +195,24 @@ func usedBytes(path string, ownMount bool) int64 {
 	return n
 }
 
-// makeRoot creates the instance's tmpfs area: a tmpfs mount of its own when
-// running as root, else a directory under DatadirRoot or /dev/shm. It refuses
-// a directory that is not on tmpfs unless AllowDisk is set.
-func (p *Provider) makeRoot(idir, id string) (record, error) {
-	r := record{ID: id}
-	switch {
-	case p.cfg.DatadirRoot != "":
-		r.Root, r.Outside = filepath.Join(p.cfg.DatadirRoot, id), true
-	case isRoot():
-		r.Root, r.Mounted = filepath.Join(idir, "tmpfs"), true
-	default:
-		sum := sha256.Sum256([]byte(p.cfg.StateDir))
-		r.Root, r.Outside = filepath.Join("/dev/shm", "testdbd-"+hex.EncodeToString(sum[:4]), id), true
+// rootOf returns where an instance's tmpfs area goes and whether it is a
+// tmpfs mount of its own: under DatadirRoot when set, else under the run
+// base (a mount per instance as root, a directory in /dev/shm otherwise).
+func (p *Provider) rootOf(id string) (root string, mounted bool) {
+	if p.cfg.DatadirRoot != "" {
+		return filepath.Join(p.cfg.DatadirRoot, id), false
 	}
+	return filepath.Join(p.runBase, id), isRoot()
+}
+
+// makeRoot creates the instance's tmpfs area, owned by the server user: a
+// tmpfs mount of its own when running as root, else a directory under
+// DatadirRoot or /dev/shm. It refuses a directory that is not on tmpfs
+// unless AllowDisk is set. The record is written first, so that a daemon
+// killed at any point leaves nothing the next one cannot find.
+func (p *Provider) makeRoot(idir, id string) (record, error) {
+	r := record{ID: id, Outside: true}
+	r.Root, r.Mounted = p.rootOf(id)
 	if err := writeRecord(idir, r); err != nil {
 		return r, fmt.Errorf("write instance record: %w", err)
 	}
@@ -209,9 +220,8 @@ func (p *Provider) makeRoot(idir, id string) (record, error) {
 		return r, fmt.Errorf("create datadir area: %w", err)
 	}
 	if r.Mounted {
-		opts := fmt.Sprintf("size=%d,mode=0700", p.cfg.TmpfsBytes)
-		if err := unix.Mount("tmpfs", r.Root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-			return r, fmt.Errorf("mount tmpfs at %s: %w (run as root, or set --datadir-root to a tmpfs directory such as /dev/shm)", r.Root, err)
+		if err := p.mountTmpfs(r.Root, p.cfg.TmpfsBytes); err != nil {
+			return r, err
 		}
 	}
 	onTmpfs, err := IsTmpfs(r.Root)
@@ -222,19 +232,67 @@ func (p *Provider) makeRoot(idir, id string) (record, error) {
 		return r, testdbd.Errorf(testdbd.EInvalid,
 			"datadir %s is not on tmpfs: every write would wait for the disk; use a tmpfs directory, or pass --allow-disk to accept it", r.Root)
 	}
+	if err := p.own(r.Root); err != nil {
+		return r, err
+	}
 	for _, sub := range []string{"data", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(r.Root, sub), 0o700); err != nil {
+		if err := os.Mkdir(filepath.Join(r.Root, sub), 0o700); err != nil {
+			return r, err
+		}
+		if err := p.own(filepath.Join(r.Root, sub)); err != nil {
 			return r, err
 		}
 	}
-	return r, nil
+	// secure_file_priv of MariaDB (see instance.Hardening): empty, and
+	// not writable by the server.
+	if err := os.Mkdir(filepath.Join(r.Root, "files"), 0o555); err != nil {
+		return r, err
+	}
+	return r, os.Chmod(filepath.Join(r.Root, "files"), 0o555)
+}
+
+// mountTmpfs mounts a tmpfs of size bytes at dir, owned by the server user
+// with mode 0700.
+func (p *Provider) mountTmpfs(dir string, size int64) error {
+	opts := fmt.Sprintf("size=%d,mode=0700", size)
+	if p.cred != nil {
+		opts += fmt.Sprintf(",uid=%d,gid=%d", p.cred.Uid, p.cred.Gid)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount tmpfs at %s: %w (run as root, or set --datadir-root to a tmpfs directory such as /dev/shm)", dir, err)
+	}
+	return nil
+}
+
+// own gives path to the server user (nothing to do when servers run as the
+// daemon's user).
+func (p *Provider) own(path string) error {
+	if p.cred == nil {
+		return nil
+	}
+	if err := os.Lchown(path, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+		return fmt.Errorf("give %s to the server user %s: %w", path, p.userName, err)
+	}
+	return nil
+}
+
+// removeScratch unmounts (if mounted) and removes a scratch directory.
+func removeScratch(dir string) error {
+	if isMountPoint(dir) {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("unmount %s: %w", dir, err)
+		}
+	}
+	return os.RemoveAll(dir)
 }
 
 // initPristine returns an initialized datadir for this binary, creating it
 // once per state directory: mariadb-install-db for MariaDB, mysqld
-// --initialize-insecure for MySQL. Every server starts from a copy.
+// --initialize-insecure for MySQL, run as the server user in a scratch area
+// of the run base (a tmpfs mount as root) and then copied into the cache.
+// Every server starts from a copy.
 func (p *Provider) initPristine(ctx context.Context) (string, error) {
-	opts := []string{p.binary, p.engine.String(), strconv.Itoa(instance.InnoDBLogFileBytes), currentUser(), "v1"}
+	opts := []string{p.binary, p.engine.String(), strconv.Itoa(instance.InnoDBLogFileBytes), currentUser(), p.userName, "v2"}
 	sum := sha256.Sum256([]byte(strings.Join(opts, "\x00")))
 	cache := p.cfg.PristineDir
 	if cache == "" {
@@ -249,16 +307,26 @@ func (p *Provider) initPristine(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(cache, 0o700); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(cache, ".init-")
+	work, err := os.MkdirTemp(p.runBase, "init-")
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(tmp)
-	data := filepath.Join(tmp, "data")
-	// The bootstrap server's temporary tables go to a directory of its own:
-	// several initializations may run at once.
-	tmpdir := filepath.Join(tmp, "tmp")
-	if err := os.MkdirAll(tmpdir, 0o700); err != nil {
+	defer func() { _ = removeScratch(work) }()
+	if isRoot() {
+		if err := p.mountTmpfs(work, p.cfg.TmpfsBytes); err != nil {
+			return "", err
+		}
+	}
+	if err := p.own(work); err != nil {
+		return "", err
+	}
+	data := filepath.Join(work, "data")
+	// The bootstrap server's temporary tables go to a directory of its own.
+	tmpdir := filepath.Join(work, "tmp")
+	if err := os.Mkdir(tmpdir, 0o700); err != nil {
+		return "", err
+	}
+	if err := p.own(tmpdir); err != nil {
 		return "", err
 	}
 	var cmd *exec.Cmd
@@ -268,27 +336,32 @@ func (p *Provider) initPristine(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		// root (the daemon's user) logs in by Unix socket, without a password.
 		args := []string{"--no-defaults", "--datadir=" + data, "--skip-test-db",
 			"--auth-root-authentication-method=socket", "--auth-root-socket-user=" + currentUser(),
 			"--innodb-log-file-size=" + strconv.Itoa(instance.InnoDBLogFileBytes), "--tmpdir=" + tmpdir}
-		if isRoot() {
-			args = append(args, "--user=root")
-		}
 		if base := baseDir(p.binary); base != "" {
 			args = append(args, "--basedir="+base)
 		}
 		cmd = exec.CommandContext(ctx, installDB, args...)
 	default:
-		args := []string{"--no-defaults", "--initialize-insecure", "--datadir=" + data,
-			"--innodb-redo-log-capacity=" + strconv.Itoa(8<<20), "--tmpdir=" + tmpdir}
-		if isRoot() {
-			args = append(args, "--user=root")
-		}
-		cmd = exec.CommandContext(ctx, p.binary, args...)
+		cmd = exec.CommandContext(ctx, p.binary, "--no-defaults", "--initialize-insecure", "--datadir="+data,
+			"--innodb-redo-log-capacity="+strconv.Itoa(instance.InnoDBLogFileBytes), "--innodb-doublewrite=OFF",
+			"--tmpdir="+tmpdir)
 	}
+	cmd.Dir = work
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("initialize datadir with %s: %w\n%s", cmd.Path, err, tail(out, 2000))
+		return "", fmt.Errorf("initialize datadir with %s as user %s: %w\n%s", cmd.Path, p.userName, err, tail(out, 2000))
+	}
+	tmp, err := os.MkdirTemp(cache, ".init-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := copyTree(data, filepath.Join(tmp, "data"), nil); err != nil {
+		return "", fmt.Errorf("copy the initialized datadir: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "ready"), nil, 0o600); err != nil {
 		return "", err
@@ -328,8 +401,15 @@ func baseDir(binary string) string {
 	return filepath.Dir(filepath.Dir(binary))
 }
 
-// copyTree copies the pristine datadir into dst.
-func copyTree(src, dst string) error {
+// copyTree copies the directory src into dst, giving every copy to cred's
+// user when cred is set.
+func copyTree(src, dst string, cred *syscall.Credential) error {
+	chown := func(path string) error {
+		if cred == nil {
+			return nil
+		}
+		return os.Lchown(path, int(cred.Uid), int(cred.Gid))
+	}
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -337,7 +417,13 @@ func copyTree(src, dst string) error {
 		rel, _ := filepath.Rel(src, path)
 		target := filepath.Join(dst, rel)
 		if d.IsDir() {
-			return os.MkdirAll(target, 0o700)
+			if err := os.MkdirAll(target, 0o700); err != nil {
+				return err
+			}
+			return chown(target)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", path)
 		}
 		in, err := os.Open(path)
 		if err != nil {
@@ -352,7 +438,10 @@ func copyTree(src, dst string) error {
 			out.Close()
 			return err
 		}
-		return out.Close()
+		if err := out.Close(); err != nil {
+			return err
+		}
+		return chown(target)
 	})
 }
 

@@ -1,17 +1,23 @@
 // Package native starts MySQL and MariaDB servers as child processes with
 // their datadir on tmpfs.
 //
-// Layout under the state directory:
+// Layout under the state directory (private to the daemon's user):
 //
-//	lock                      held (flock) while a daemon uses the directory
-//	pristine/<key>/           an initialized datadir, copied for every server
-//	instances/<id>/record.json what to clean up if the daemon dies (pid, mount)
-//	instances/<id>/tmpfs/     the instance's tmpfs mount when running as root
-//	instances/<id>/mysqld.sock, error.log
+//	lock                       held (flock) while a daemon uses the directory
+//	pristine/<key>/            an initialized datadir, copied for every server
+//	instances/<id>/record.json what to clean up if the daemon dies (pid, area)
+//	crashes/<id>-<time>.log    the error logs of servers that died (the last 20)
 //
-// When not running as root, datadirs live under /dev/shm instead of a mount
-// of their own. At start the provider removes whatever a previous daemon
-// killed with -9 left behind under the same state directory.
+// Each server's area holds its datadir (data/), tmpdir (tmp/), Unix socket,
+// pid file, error log and an empty directory (files/) for MariaDB's
+// secure_file_priv. As root it is a tmpfs mount of its own at
+// /run/testdbd/<hash of the state directory>/<id>, and the server runs as
+// an unprivileged user (Config.ServerUser, by default the system user
+// testdbd, created if missing) that owns the area and reaches nothing else
+// of the daemon's; otherwise the area is a directory under /dev/shm (or
+// Config.DatadirRoot) and the server runs as the daemon's user. At start
+// the provider removes whatever a previous daemon killed with -9 left
+// behind under the same state directory.
 //
 // It imports instance and the root package, and golang.org/x/sys/unix for
 // mounts; it builds on Linux only.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,11 +50,12 @@ func (p *Provider) Start(ctx context.Context, opts testdbd.StartOptions) (testdb
 
 	id := "n-" + random.Hex(4)
 	s := &Process{p: p, id: id, dir: filepath.Join(p.cfg.StateDir, "instances", id), life: instance.NewLifecycle()}
-	s.socket = filepath.Join(s.dir, "mysqld.sock")
+	root, _ := p.rootOf(id)
+	s.socket = filepath.Join(root, "mysqld.sock")
 	if len(s.socket) > maxSocketPath {
 		return nil, testdbd.Errorf(testdbd.EInvalid,
-			"state directory %s is too long for a Unix socket path (%d > %d bytes): choose a shorter --state-dir",
-			p.cfg.StateDir, len(s.socket), maxSocketPath)
+			"datadir directory %s is too long for a Unix socket path (%d > %d bytes): choose a shorter --datadir-root",
+			filepath.Dir(root), len(s.socket), maxSocketPath)
 	}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create instance directory: %w", err)
@@ -67,7 +69,7 @@ func (p *Provider) Start(ctx context.Context, opts testdbd.StartOptions) (testdb
 	if s.rec, err = p.makeRoot(s.dir, id); err != nil {
 		return fail(err)
 	}
-	if err := copyTree(p.pristine, s.datadir()); err != nil {
+	if err := copyTree(p.pristine, s.datadir(), p.cred); err != nil {
 		return fail(fmt.Errorf("copy pristine datadir: %w", err))
 	}
 	// A port picked free can be taken before the server binds it; try again
@@ -109,18 +111,18 @@ func (s *Process) launch(ctx context.Context, opts testdbd.StartOptions) error {
 		"--socket=" + s.socket,
 		"--port=" + strconv.Itoa(port),
 		"--bind-address=127.0.0.1",
-		"--pid-file=" + filepath.Join(s.dir, "mysqld.pid"),
+		"--pid-file=" + filepath.Join(s.rec.Root, "mysqld.pid"),
 		"--log-error=" + s.errorLog(),
 	}
-	if isRoot() {
-		args = append(args, "--user=root")
-	}
 	args = append(args, opts.Args...)
+	args = append(args, instance.Hardening(s.p.engine, filepath.Join(s.rec.Root, "files"))...)
 	cmd := exec.Command(s.p.binary, args...)
-	// The server dies with the daemon even if the daemon is killed with -9;
-	// the next daemon's sweep removes its files. Its own process group keeps
-	// a terminal's Ctrl-C from reaching it before the daemon shuts it down.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Dir = s.rec.Root
+	// The server runs as the server user (never as root). It dies with the
+	// daemon even if the daemon is killed with -9; the next daemon's sweep
+	// removes its files. Its own process group keeps a terminal's Ctrl-C
+	// from reaching it before the daemon shuts it down.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: s.p.cred}
 	s.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run %s: %w", s.p.binary, err)
@@ -143,10 +145,22 @@ func (s *Process) launch(ctx context.Context, opts testdbd.StartOptions) error {
 
 func (s *Process) wait(cmd *exec.Cmd, life *instance.Lifecycle) {
 	err := cmd.Wait()
-	life.Exited(func() error {
-		return fmt.Errorf("server process %d exited unexpectedly (%w); last log lines: %s",
-			cmd.Process.Pid, err, s.logTail())
-	})
+	life.Exited(func() error { return s.death(cmd.Process.Pid, err) })
+}
+
+// death says why the server exited, from its error log, and keeps the log
+// under the state directory before the datadir area (where it lives) is
+// removed.
+func (s *Process) death(pid int, exit error) error {
+	log := s.readErrorLog()
+	kept := "its error log was not kept"
+	if path, err := instance.KeepCrashLog(s.p.cfg.StateDir, s.id, log); err == nil {
+		kept = "error log kept at " + path
+	} else {
+		kept += ": " + err.Error()
+	}
+	return fmt.Errorf("server process %d exited unexpectedly (%w); %s; it says: %s",
+		pid, exit, kept, instance.Explain(string(log)))
 }
 
 // waitReady pings the server on its socket until it answers, the process
@@ -163,9 +177,15 @@ func (s *Process) ID() string { return s.id }
 // Engine returns the server's flavor and version.
 func (s *Process) Engine() testdbd.Engine { return s.p.engine }
 
-// Admin returns the Unix socket endpoint, as root (socket authentication).
+// Admin returns the Unix socket endpoint: MariaDB's account named after the
+// daemon's operating-system user (socket authentication: root when the
+// daemon runs as root), MySQL's root (no password, socket only).
 func (s *Process) Admin() testdbd.Endpoint {
-	return testdbd.Endpoint{Socket: s.socket, User: "root"}
+	user := "root"
+	if s.p.engine.Flavor == testdbd.MariaDB {
+		user = currentUser()
+	}
+	return testdbd.Endpoint{Socket: s.socket, User: user}
 }
 
 // ClientAddr returns the loopback TCP address handed to leases.
@@ -228,21 +248,31 @@ func (s *Process) kill() {
 	}
 }
 
-func (s *Process) datadir() string { return filepath.Join(s.rec.Root, "data") }
+func (s *Process) datadir() string  { return filepath.Join(s.rec.Root, "data") }
+func (s *Process) errorLog() string { return filepath.Join(s.rec.Root, "error.log") }
 
 // LocalDatadir returns the datadir: the daemon started the process on its
 // own filesystem.
 func (s *Process) LocalDatadir() string { return s.datadir() }
-func (s *Process) errorLog() string     { return filepath.Join(s.dir, "error.log") }
 
-func (s *Process) logTail() string {
-	b, _ := os.ReadFile(s.errorLog())
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
+// readErrorLog returns the end of the error log (at most
+// instance.MaxCrashLogBytes). It lives in a directory the server user owns,
+// so it is opened without following a symbolic link.
+func (s *Process) readErrorLog() []byte {
+	f, err := os.OpenFile(s.errorLog(), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return []byte(fmt.Sprintf("(no error log: %v)", err))
 	}
-	return strings.Join(lines, " | ")
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > instance.MaxCrashLogBytes {
+		_, _ = f.Seek(fi.Size()-instance.MaxCrashLogBytes, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, instance.MaxCrashLogBytes))
+	return b
 }
+
+// logTail says what the error log says so far (see instance.Explain).
+func (s *Process) logTail() string { return instance.Explain(string(s.readErrorLog())) }
 
 // rss returns a process's resident memory in bytes.
 func rss(pid int) int64 {

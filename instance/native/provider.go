@@ -2,6 +2,8 @@ package native
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,7 +11,9 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
@@ -37,9 +41,18 @@ type Config struct {
 	// PristineDir caches initialized datadirs; empty means StateDir/pristine.
 	// Several providers may share one.
 	PristineDir string
+	// ServerUser is the operating-system user the servers run as when the
+	// daemon runs as root (servers never run as root). Empty means
+	// DefaultServerUser, created as a system user if it does not exist.
+	// When the daemon is not root, servers run as the daemon's user and
+	// ServerUser is ignored.
+	ServerUser string
 	// Logger receives progress; nil means slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultServerUser is the system user servers run as under a root daemon.
+const DefaultServerUser = "testdbd"
 
 // Provider starts native servers. It is safe for concurrent use.
 type Provider struct {
@@ -49,6 +62,15 @@ type Provider struct {
 	engine   testdbd.Engine
 	lock     *os.File // flock on StateDir/lock
 	pristine string   // initialized datadir copied for every server
+	// cred is the server user's, when the daemon runs as root; nil
+	// otherwise (servers run as the daemon's user).
+	cred     *syscall.Credential
+	userName string // the user servers run as
+	// runBase holds the instances' areas (datadir, tmpdir, socket, error
+	// log) unless DatadirRoot is set: /run/testdbd/<hash> as root (one tmpfs
+	// mount per instance, reachable by the server user while the state
+	// directory stays private), /dev/shm/testdbd-<hash> otherwise.
+	runBase string
 
 	mu      sync.Mutex
 	servers map[string]*Process
@@ -89,6 +111,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if p.lock, err = instance.LockStateDir(abs); err != nil {
 		return nil, err
 	}
+	if err := p.setUp(ctx); err != nil {
+		p.lock.Close()
+		return nil, err
+	}
 	if err := p.sweep(ctx); err != nil {
 		p.lock.Close()
 		return nil, err
@@ -99,6 +125,117 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	return p, nil
 }
+
+// setUp chooses the user servers run as and creates the run base.
+func (p *Provider) setUp(ctx context.Context) error {
+	sum := sha256.Sum256([]byte(p.cfg.StateDir))
+	hash := hex.EncodeToString(sum[:4])
+	p.userName = currentUser()
+	if !isRoot() {
+		p.runBase = filepath.Join("/dev/shm", "testdbd-"+hash)
+		return os.MkdirAll(p.runBase, 0o700)
+	}
+	var err error
+	if p.cred, p.userName, err = serverUser(ctx, p.cfg.ServerUser, p.log); err != nil {
+		return err
+	}
+	// Searchable by the server user (it must reach its own area), listable
+	// by root only.
+	p.runBase = filepath.Join("/run", "testdbd", hash)
+	if err := os.MkdirAll(p.runBase, 0o711); err != nil {
+		return fmt.Errorf("create %s: %w", p.runBase, err)
+	}
+	for _, d := range []string{filepath.Dir(p.runBase), p.runBase} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			return err
+		}
+	}
+	if p.cfg.DatadirRoot != "" {
+		if err := searchable(p.cfg.DatadirRoot, p.cred.Uid, p.cred.Gid); err != nil {
+			return testdbd.Errorf(testdbd.EInvalid,
+				"--datadir-root %s: servers run as user %s, which cannot reach it: %v; make it searchable (chmod o+x) or choose another directory",
+				p.cfg.DatadirRoot, p.userName, err)
+		}
+	}
+	return nil
+}
+
+// serverUser looks up the user servers run as under a root daemon, creating
+// DefaultServerUser (a system user with a group of its own, no home, no
+// login shell) when name is empty and it does not exist yet.
+func serverUser(ctx context.Context, name string, log *slog.Logger) (*syscall.Credential, string, error) {
+	create := name == ""
+	if name == "" {
+		name = DefaultServerUser
+	}
+	u, err := user.Lookup(name)
+	if err != nil && create {
+		useradd, lerr := exec.LookPath("useradd")
+		if lerr != nil {
+			useradd = "/usr/sbin/useradd"
+		}
+		out, aerr := exec.CommandContext(ctx, useradd, "--system", "--user-group", "--no-create-home",
+			"--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", "--comment", "testdbd database servers", name).CombinedOutput()
+		// Another daemon may have created it at the same moment: look again.
+		if u, err = user.Lookup(name); err != nil {
+			return nil, "", testdbd.Errorf(testdbd.EUnavailable,
+				"create the system user %s that database servers run as: %v %s: create it (useradd --system --user-group %s) and start again",
+				name, aerr, out, name)
+		}
+		log.Info("created the system user database servers run as", "user", name, "uid", u.Uid)
+	}
+	if err != nil {
+		return nil, "", testdbd.Errorf(testdbd.EInvalid, "server user %s: %v", name, err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, "", testdbd.Errorf(testdbd.EInvalid, "server user %s: uid %q, gid %q", name, u.Uid, u.Gid)
+	}
+	if uid == 0 {
+		return nil, "", testdbd.Errorf(testdbd.EInvalid, "server user %s is root: servers must run as an unprivileged user", name)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, name, nil
+}
+
+// searchable reports, by the permission bits of path and each directory
+// above it, whether a process with uid and gid (and no other groups) may
+// reach the entries of path.
+func searchable(path string, uid, gid uint32) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		perm := fi.Mode().Perm()
+		var can bool
+		switch {
+		case st.Uid == uid:
+			can = perm&0o100 != 0
+		case st.Gid == gid:
+			can = perm&0o010 != 0
+		default:
+			can = perm&0o001 != 0
+		}
+		if !can {
+			return fmt.Errorf("%s is mode %04o, owner %d:%d", dir, perm, st.Uid, st.Gid)
+		}
+		if dir == "/" || dir == "." {
+			return nil
+		}
+	}
+}
+
+// ServerUser returns the operating-system user the servers run as.
+func (p *Provider) ServerUser() string { return p.userName }
 
 // Name returns "native".
 func (p *Provider) Name() string { return "native" }
@@ -121,6 +258,9 @@ func (p *Provider) Close(ctx context.Context) error {
 	var errs []error
 	for _, s := range servers {
 		errs = append(errs, s.Stop(ctx))
+	}
+	if p.runBase != "" {
+		_ = os.Remove(p.runBase) // only when empty: another provider may still use it
 	}
 	if lock != nil {
 		errs = append(errs, lock.Close())

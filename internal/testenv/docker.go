@@ -1,7 +1,7 @@
 package testenv
 
-// The Docker provider for tests, so that they can run table-driven against
-// both providers. Every helper skips the test, saying why, when no Docker
+// The Docker provider for tests, so that they can run table-driven over the
+// engine matrix. Every helper skips the test, saying why, when no Docker
 // engine is reachable, fails it when the image is missing, and registers
 // cleanup that removes every container even when the test fails.
 
@@ -26,17 +26,8 @@ var (
 	noEngine   string // why no Docker engine is reachable; empty when one is
 )
 
-// DockerImage is the image the Docker helpers run: TESTDBD_TEST_IMAGE, or
-// docker.DefaultImage (built by `make image`).
-func DockerImage() string {
-	if v := os.Getenv("TESTDBD_TEST_IMAGE"); v != "" {
-		return v
-	}
-	return docker.DefaultImage
-}
-
-// DockerAvailable reports whether a Docker engine is reachable with the image
-// present; when it is not, the reason says why. It disables Ryuk for the
+// DockerAvailable reports whether a Docker engine is reachable; when it is
+// not, the reason says why. It disables Ryuk for the
 // test process (its image cannot be pulled here) unless the environment
 // says otherwise, so call it before any other testcontainers call.
 func DockerAvailable() (ok bool, reason string) {
@@ -59,10 +50,11 @@ func DockerAvailable() (ok bool, reason string) {
 	return noEngine == "", noEngine
 }
 
-// Docker starts a Docker provider with its own state directory, and
-// closes it at the end of the test, failing the test if any of its
-// containers remain.
-func Docker(tb testing.TB) *docker.Provider {
+// Docker starts a Docker provider of image with its own state directory,
+// and closes it at the end of the test, failing the test if any of its
+// containers remain. It skips the test when no Docker engine is reachable
+// and fails it when the image is missing.
+func Docker(tb testing.TB, image string) *docker.Provider {
 	tb.Helper()
 	if ok, reason := DockerAvailable(); !ok {
 		tb.Skip(reason)
@@ -74,10 +66,16 @@ func Docker(tb testing.TB) *docker.Provider {
 	tb.Cleanup(func() { os.RemoveAll(dir) })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := docker.New(ctx, docker.Config{StateDir: dir, Image: DockerImage(), TmpfsBytes: 512 << 20,
+	p, err := docker.New(ctx, docker.Config{StateDir: dir, Image: image, TmpfsBytes: 512 << 20,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		tb.Fatalf("docker provider: %v", err)
+		hint := ""
+		for _, d := range DockerImages {
+			if d.Image == image {
+				hint = " (build it with `" + d.Make + "`; `make test` builds every image with `make images`)"
+			}
+		}
+		tb.Fatalf("docker provider: %v%s", err, hint)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

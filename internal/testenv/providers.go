@@ -2,49 +2,183 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"sort"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/instance/native"
 )
 
-// Provider is one way of running servers that integration tests are
-// table-driven over.
+// Provider is one cell of the engine matrix integration tests are
+// table-driven over: a provider and the engine it runs.
 type Provider struct {
+	// Name is the subtest name: "native-mariadb-10.11", "docker-mysql-9.7".
+	// `go test -run '/docker'` selects every Docker cell.
 	Name string
-	// New starts the provider for a test and closes it at the end; the
-	// docker provider skips the test, saying why, when no engine is
-	// reachable.
+	// ID is what TESTDBD_ENGINES selects the cell by: "mariadb-10.11-native",
+	// "mariadb-10.11", "mariadb-11.8", "mysql-9.7".
+	ID string
+	// Kind is "native" or "docker".
+	Kind string
+	// Image is the Docker cell's image.
+	Image string
+	// New starts the provider for a test and closes it at the end; a docker
+	// cell skips the test, saying why, when no Docker engine is reachable,
+	// and fails it when its image is missing.
 	New func(tb testing.TB) testdbd.Provider
 	// Kill makes a running server die the way kill -9 would.
 	Kill func(tb testing.TB, s *instance.Member)
 }
 
-// Providers returns the native and the docker provider.
+// DockerImages are the local images of the Docker cells, by cell id, and
+// the make target that builds each.
+var DockerImages = []struct{ ID, Image, Make string }{
+	{"mariadb-10.11", "testdbd/mariadb:10.11-local", "make image"},
+	{"mariadb-11.8", "testdbd/mariadb:11.8-local", "make image-mariadb-11.8"},
+	{"mysql-9.7", "testdbd/mysql:9.7-local", "make image-mysql-9.7"},
+}
+
+// Providers returns the cells of the engine matrix that TESTDBD_ENGINES
+// selects, the native one first: native MariaDB (the host's server binary,
+// MariaDB 10.11 on Debian 12) and Docker MariaDB 10.11, MariaDB 11.8 and
+// MySQL 9.7 (the images `make images` builds). TESTDBD_ENGINES is a
+// comma-separated list of cell ids or names, or "native" or "docker" for
+// every cell of that kind (e.g. TESTDBD_ENGINES=mariadb-10.11-native,mysql-9.7);
+// unset or empty means every cell. TESTDBD_TEST_IMAGE=<image> replaces the
+// Docker cells with one running that image (an official image, say). An
+// unknown name gives a cell whose tests fail saying which names exist.
 func Providers() []Provider {
-	return []Provider{
-		{
-			Name: "native",
-			New:  func(tb testing.TB) testdbd.Provider { return Native(tb) },
-			Kill: func(tb testing.TB, s *instance.Member) {
-				if err := syscall.Kill(s.Info(context.Background()).PID, syscall.SIGKILL); err != nil {
-					tb.Fatalf("kill -9: %v", err)
+	all := append([]Provider{nativeCell()}, dockerCells()...)
+	sel := strings.TrimSpace(os.Getenv("TESTDBD_ENGINES"))
+	if sel == "" {
+		return all
+	}
+	var out []Provider
+	picked := map[string]bool{}
+	for _, tok := range strings.Split(sel, ",") {
+		tok = strings.TrimSpace(tok)
+		if tok == "" {
+			continue
+		}
+		found := false
+		for _, c := range all {
+			if tok == c.ID || tok == c.Name || tok == c.Kind {
+				found = true
+				if !picked[c.Name] {
+					picked[c.Name] = true
+					out = append(out, c)
 				}
-			},
-		},
-		{
-			Name: "docker",
-			New:  func(tb testing.TB) testdbd.Provider { return Docker(tb) },
-			Kill: func(tb testing.TB, s *instance.Member) {
-				id := s.Info(context.Background()).ContainerID
-				if out, err := exec.Command("docker", "kill", id).CombinedOutput(); err != nil {
-					tb.Fatalf("docker kill %s: %v: %s", id, err, out)
-				}
-			},
+			}
+		}
+		if !found {
+			out = append(out, unknownCell(tok, all))
+		}
+	}
+	// The native cell first, then the order of the matrix.
+	order := map[string]int{}
+	for i, c := range all {
+		order[c.Name] = i
+	}
+	sort.SliceStable(out, func(i, j int) bool { return order[out[i].Name] < order[out[j].Name] })
+	return out
+}
+
+// Kind returns the selected cells of one kind, "native" or "docker".
+func Kind(kind string) []Provider {
+	var out []Provider
+	for _, c := range Providers() {
+		if c.Kind == kind || c.Kind == "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+var (
+	nativeOnce   sync.Once
+	nativeEngine testdbd.Engine
+	nativeErr    error
+)
+
+// nativeCell is the host's server binary, named after its engine.
+func nativeCell() Provider {
+	nativeOnce.Do(func() {
+		bin, err := native.FindBinary("")
+		if err != nil {
+			nativeErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		nativeEngine, nativeErr = native.DetectEngine(ctx, bin)
+	})
+	c := Provider{Name: "native", ID: "native", Kind: "native",
+		New: func(tb testing.TB) testdbd.Provider { return Native(tb) },
+		Kill: func(tb testing.TB, s *instance.Member) {
+			if err := syscall.Kill(s.Info(context.Background()).PID, syscall.SIGKILL); err != nil {
+				tb.Fatalf("kill -9: %v", err)
+			}
 		},
 	}
+	if nativeErr == nil {
+		mm := majorMinor(nativeEngine.Version)
+		c.Name = "native-" + string(nativeEngine.Flavor) + "-" + mm
+		c.ID = string(nativeEngine.Flavor) + "-" + mm + "-native"
+	}
+	return c
+}
+
+func dockerCells() []Provider {
+	kill := func(tb testing.TB, s *instance.Member) {
+		id := s.Info(context.Background()).ContainerID
+		if out, err := exec.Command("docker", "kill", id).CombinedOutput(); err != nil {
+			tb.Fatalf("docker kill %s: %v: %s", id, err, out)
+		}
+	}
+	cell := func(id, image string) Provider {
+		return Provider{Name: "docker-" + id, ID: id, Kind: "docker", Image: image,
+			New:  func(tb testing.TB) testdbd.Provider { return Docker(tb, image) },
+			Kill: kill}
+	}
+	if v := os.Getenv("TESTDBD_TEST_IMAGE"); v != "" {
+		return []Provider{cell(strings.NewReplacer("/", "-", ":", "-").Replace(v), v)}
+	}
+	var out []Provider
+	for _, d := range DockerImages {
+		out = append(out, cell(d.ID, d.Image))
+	}
+	return out
+}
+
+// unknownCell fails the tests that run it, naming the cells that exist.
+func unknownCell(name string, all []Provider) Provider {
+	var names []string
+	for _, c := range all {
+		names = append(names, c.ID)
+	}
+	msg := fmt.Sprintf("TESTDBD_ENGINES names %q, which is no cell of the engine matrix: use %s, native or docker",
+		name, strings.Join(names, ", "))
+	fail := func(tb testing.TB) { tb.Helper(); tb.Fatal(msg) }
+	return Provider{Name: "unknown-" + name, ID: name,
+		New:  func(tb testing.TB) testdbd.Provider { fail(tb); return nil },
+		Kill: func(tb testing.TB, _ *instance.Member) { fail(tb) }}
+}
+
+// majorMinor returns "10.11" for "10.11.19".
+func majorMinor(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
 }
 
 // ServerOf starts one server of provider p, stopped at the end of the test.
