@@ -38,6 +38,9 @@ type serveConfig struct {
 	MaxDBsPerInstance int
 	MemoryBudget      byteSize
 	Token             string
+	Insecure          bool
+	TLSCert           string
+	TLSKey            string
 	Mysqld            string
 	Image             string
 	AllowDisk         bool
@@ -69,7 +72,10 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.MaxDBsPerInstance, "max-databases-per-instance", 32, "most worker databases on one server")
 	cfg.MemoryBudget = 8 << 30
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "most memory for servers and their tmpfs datadirs (e.g. 4G)")
-	fs.StringVar(&cfg.Token, "token", "", "require 'Authorization: Bearer <token>' on every call except /healthz")
+	fs.StringVar(&cfg.Token, "token", "", "require 'Authorization: Bearer <token>' on every call except /healthz; prefer TESTDBD_TOKEN, since ps shows flags")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "serve on an address other hosts can reach without a token (refused otherwise)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain): serve REST as HTTPS and gRPC with TLS; needs --tls-key")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.Mysqld, "mysqld", "", "server binary (mariadbd or mysqld); default: search PATH and /usr/sbin")
 	fs.StringVar(&cfg.Image, "image", docker.DefaultImage, "server image for --provider docker, present locally (make image builds the default)")
 	fs.BoolVar(&cfg.AllowDisk, "allow-disk", false, "accept datadirs that are not on tmpfs (benchmark baselines)")
@@ -218,6 +224,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	svc := &server.Service{Manager: manager, DefaultStrategy: strategy}
 	d.server = server.New(server.Config{
 		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Registry: reg, Logger: log,
+		Insecure: cfg.Insecure, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
 	}, svc)
 	if err := d.server.Open(ctx); err != nil {
 		d.server = nil
