@@ -190,6 +190,30 @@ func loadTLS(certFile, keyFile string) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
+// Check finds what Open would refuse without binding anything: TLS files
+// that do not load, and an address other hosts can reach without a token
+// (a host name is resolved; Open checks the address it binds again).
+func (c Config) Check() error {
+	if _, err := loadTLS(c.TLSCert, c.TLSKey); err != nil {
+		return err
+	}
+	if c.Token != "" || c.Insecure {
+		return nil
+	}
+	for _, a := range []struct{ flag, addr string }{{"--http-addr", c.HTTPAddr}, {"--grpc-addr", c.GRPCAddr}} {
+		if ta, err := net.ResolveTCPAddr("tcp", a.addr); err == nil && !ta.IP.IsLoopback() {
+			return exposedError(a.flag, a.addr)
+		}
+	}
+	return nil
+}
+
+func exposedError(flag, addr string) error {
+	return fmt.Errorf("%s %s is reachable from other hosts, and without a token anyone who can reach it can lease databases and read their passwords: "+
+		"set a token in the environment (TESTDBD_TOKEN=...; clients send the same variable), bind a loopback address (127.0.0.1:port), "+
+		"or pass --insecure to serve without a token anyway", flag, addr)
+}
+
 // checkExposure refuses to serve without a token on an address that other
 // hosts can reach, unless Insecure is set, and warns about what crosses
 // the network in clear text.
@@ -204,9 +228,7 @@ func (s *API) checkExposure(withTLS bool) error {
 		}
 		switch {
 		case s.cfg.Token == "" && !s.cfg.Insecure:
-			return fmt.Errorf("%s %s is reachable from other hosts, and without a token anyone who can reach it can lease databases and read their passwords: "+
-				"set a token in the environment (TESTDBD_TOKEN=...; clients send the same variable), bind a loopback address (127.0.0.1:port), "+
-				"or pass --insecure to serve without a token anyway", l.flag, l.ln.Addr())
+			return exposedError(l.flag, l.ln.Addr().String())
 		case s.cfg.Token == "":
 			s.log.Warn("serving without a token on an address other hosts can reach (--insecure): anyone who can reach it can lease databases and read their passwords",
 				"flag", l.flag, "addr", l.ln.Addr().String())

@@ -127,9 +127,9 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 }
 
 // runServe is `testdbd serve`: it runs the daemon until SIGTERM or SIGINT.
-func runServe(args []string, stderr io.Writer) error {
+func runServe(args []string, stdout, stderr io.Writer) error {
 	var cfg serveConfig
-	if err := parseFlags(serveFlags(&cfg), args); err != nil {
+	if err := parseServeFlags(serveFlags(&cfg), args, stdout); err != nil {
 		return err
 	}
 	log, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
@@ -170,6 +170,13 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	}
 	if cfg.Warm > cfg.MaxInstances {
 		return nil, fmt.Errorf("--warm=%d exceeds --max-instances=%d: raise --max-instances or lower --warm", cfg.Warm, cfg.MaxInstances)
+	}
+	apiConfig := server.Config{
+		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Logger: log,
+		Insecure: cfg.Insecure, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
+	}
+	if err := apiConfig.Check(); err != nil {
+		return nil, err
 	}
 	d := &daemon{log: log}
 	defer func() {
@@ -222,10 +229,8 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	manager.Open()
 	d.manager = manager
 	svc := &server.Service{Manager: manager, DefaultStrategy: strategy}
-	d.server = server.New(server.Config{
-		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Registry: reg, Logger: log,
-		Insecure: cfg.Insecure, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
-	}, svc)
+	apiConfig.Registry = reg
+	d.server = server.New(apiConfig, svc)
 	if err := d.server.Open(ctx); err != nil {
 		d.server = nil
 		return nil, err
