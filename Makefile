@@ -23,9 +23,20 @@ GOLANGCI                := $(CURDIR)/.tools/golangci-lint-$(GOLANGCI_VERSION)/go
 run: deps build
 	$(BIN)/testdbd serve $(ARGS)
 
-## test: lint, check generated code, and run every test with the race detector
-test: deps deps-examples deps-browser lint check-generated image
+## test: lint, check generated code, cross-compile, and run every test with
+## the race detector: this module's, and the Go SDK's (client/ is a module
+## of its own, which ./... does not include)
+test: deps deps-examples deps-browser lint check-generated cross image
 	$(GO) test -race -count=1 -timeout 80m ./...
+	cd client && $(GO) test -race -count=1 -timeout 30m ./...
+
+## cross: the daemon and CLI build for Linux and macOS on amd64 and arm64
+## (the native provider is Linux-only; on macOS the daemon runs --provider docker)
+.PHONY: cross
+cross:
+	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/testdbd
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/testdbd
+	GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/testdbd
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/testdbd ./cmd/testdbd
@@ -47,7 +58,9 @@ deps-browser:
 ## gofmt, go vet and bug-finding checks) and a tidy go.mod
 lint: $(GOLANGCI)
 	$(GOLANGCI) run ./...
+	cd client && $(GOLANGCI) run ./...
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	@cd client && $(GO) mod tidy -diff >/dev/null || { echo "client/go.mod or client/go.sum is not tidy: run go mod tidy in client/"; exit 1; }
 
 $(GOLANGCI):
 	@echo "building golangci-lint $(GOLANGCI_VERSION) (a few minutes, once)"
@@ -72,7 +85,7 @@ generate: tools
 	PATH=$(TOOLS):$$PATH buf lint
 	rm -f api/testdb/v1/*.go api/openapi/*.json
 	PATH=$(TOOLS):$$PATH buf generate
-	$(GO) run ./docs/restdoc -o docs/rest-api.md
+	$(GO) run ./tools/restdoc -o docs/rest-api.md
 
 ## check-generated: fail when the committed api/ differs from what proto/ generates
 check-generated: tools

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"reflect"
 	"slices"
@@ -10,9 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/testdbd/testdbd/api/openapi"
 	"github.com/testdbd/testdbd/client"
 )
+
+// openAPIDocument is the daemon's OpenAPI document, as generated from
+// proto/ into api/ (and served at /openapi.json).
+const openAPIDocument = "../api/openapi/testdb.swagger.json"
 
 // apiTypes maps the OpenAPI document's definitions to the client's
 // hand-written types.
@@ -60,10 +64,16 @@ type schema struct {
 // OpenAPI document: the same fields, each with the Go type its JSON needs.
 // When the API changes, this test names what to change in types.go.
 func TestTypesMatchOpenAPI(t *testing.T) {
+	// The daemon's module generates it from proto/ (make generate); this
+	// module reads it from the repository.
+	b, err := os.ReadFile(openAPIDocument)
+	if err != nil {
+		t.Fatalf("the daemon's OpenAPI document: %v", err)
+	}
 	var doc struct {
 		Definitions map[string]schema `json:"definitions"`
 	}
-	if err := json.Unmarshal(openapi.Document, &doc); err != nil {
+	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
 	for name, def := range doc.Definitions {
@@ -119,7 +129,8 @@ type field struct {
 
 func jsonFields(typ reflect.Type) map[string]field {
 	out := map[string]field{}
-	for f := range typ.Fields() {
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
 		tag := f.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		if name == "" || name == "-" {

@@ -245,7 +245,7 @@ func TestTLS(t *testing.T) {
 	resp, err := http.Get("http://" + srv.HTTPAddr() + "/healthz")
 	if err == nil {
 		resp.Body.Close()
-		if resp.StatusCode == 200 {
+		if resp.StatusCode == http.StatusOK {
 			t.Error("plain HTTP answered 200 on the TLS port")
 		}
 	}
