@@ -58,6 +58,7 @@ type serveConfig struct {
 	LogFormat         string
 	LogLevel          string
 	ShutdownTimeout   time.Duration
+	Reach             reachConfig
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -95,6 +96,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for calls in flight")
+	reachFlags(fs, &cfg.Reach)
 	return fs
 }
 
@@ -187,6 +189,11 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	if d.provider, err = openProvider(ctx, cfg, log); err != nil {
 		return nil, err
 	}
+	reaching, err := reachProvider(d.provider, cfg.Reach, cfg.MaxInstances)
+	if err != nil {
+		return nil, err // d.Close closes the provider
+	}
+	d.provider = reaching
 	log.Info("provider ready", "provider", d.provider.Name(), "engine", d.provider.Engine().String())
 	settings := instance.DefaultConfig
 	settings.BufferPoolBytes = int64(cfg.BufferPool)
