@@ -26,7 +26,7 @@ run: deps build
 ## test: lint, check generated code, cross-compile, and run every test with
 ## the race detector: this module's, and the Go SDK's (client/ is a module
 ## of its own, which ./... does not include)
-test: deps deps-examples deps-browser lint check-generated cross image
+test: deps deps-examples deps-browser lint check-generated cross image image-testdbd
 	$(GO) test -race -count=1 -timeout 80m ./...
 	cd client && $(GO) test -race -count=1 -timeout 30m ./...
 
@@ -117,8 +117,14 @@ image-mysql-9.7:
 image-mariadb-11.8:
 	@scripts/build-suite-image.sh mariadb trixie 11.8
 
-## images: every server image above
-images: image image-mysql-9.7 image-mariadb-11.8
+## image-testdbd: the all-in-one image testdbd/testdbd (the daemon and the
+## host's MariaDB; no registry needed): README's "Docker, Compose and CI"
+.PHONY: image-testdbd
+image-testdbd:
+	@scripts/build-daemon-image.sh
+
+## images: every image above
+images: image image-mysql-9.7 image-mariadb-11.8 image-testdbd
 
 ## property: the long randomized proof that every strategy resets to exactly the template
 property: deps

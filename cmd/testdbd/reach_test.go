@@ -15,6 +15,12 @@ import (
 // the first one with a listener of the test's (so that a server must skip
 // it); the listener closes with the test.
 func freePortRange(t *testing.T, n int) (first, last int) {
+	return portRangeFor(t, n, true)
+}
+
+// portRangeFor finds n consecutive free ports; holdFirst keeps the first
+// one listened on until the test ends.
+func portRangeFor(t *testing.T, n int, holdFirst bool) (first, last int) {
 	t.Helper()
 	for range 200 {
 		first = 20000 + rand.IntN(30000)
@@ -28,15 +34,18 @@ func freePortRange(t *testing.T, n int) (first, last int) {
 			}
 			held = append(held, l)
 		}
-		for _, l := range held[min(1, len(held)):] {
+		keep := 0
+		if ok && holdFirst {
+			keep = 1
+		}
+		for _, l := range held[keep:] {
 			l.Close()
 		}
 		if ok {
-			t.Cleanup(func() { held[0].Close() })
+			if keep == 1 {
+				t.Cleanup(func() { held[0].Close() })
+			}
 			return first, first + n - 1
-		}
-		for _, l := range held[:min(1, len(held))] {
-			l.Close()
 		}
 	}
 	t.Fatal("no free port range")
