@@ -23,12 +23,22 @@ GOLANGCI                := $(CURDIR)/.tools/golangci-lint-$(GOLANGCI_VERSION)/go
 run: deps build
 	$(BIN)/testdbd serve $(ARGS)
 
-## test: lint, check generated code, build every server image, and run every
-## test with the race detector over the engine matrix (native MariaDB, Docker
-## MariaDB 10.11, MariaDB 11.8 and MySQL 9.7); TESTDBD_ENGINES=mysql-9.7,...
-## runs some cells only (internal/testenv)
-test: deps deps-examples deps-browser lint check-generated images
+## test: lint, check generated code, cross-compile, build every image, and
+## run every test with the race detector: this module's over the engine
+## matrix (native MariaDB, Docker MariaDB 10.11, MariaDB 11.8 and MySQL 9.7;
+## TESTDBD_ENGINES=mysql-9.7,... runs some cells only, see internal/testenv),
+## and the Go SDK's (client/ is a module of its own, which ./... does not include)
+test: deps deps-examples deps-browser lint check-generated cross images image-testdbd
 	$(GO) test -race -count=1 -timeout 80m ./...
+	cd client && $(GO) test -race -count=1 -timeout 30m ./...
+
+## cross: the daemon and CLI build for Linux and macOS on amd64 and arm64
+## (the native provider is Linux-only; on macOS the daemon runs --provider docker)
+.PHONY: cross
+cross:
+	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/testdbd
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/testdbd
+	GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/testdbd
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/testdbd ./cmd/testdbd
@@ -50,7 +60,9 @@ deps-browser:
 ## gofmt, go vet and bug-finding checks) and a tidy go.mod
 lint: $(GOLANGCI)
 	$(GOLANGCI) run ./...
+	cd client && $(GOLANGCI) run ./...
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	@cd client && $(GO) mod tidy -diff >/dev/null || { echo "client/go.mod or client/go.sum is not tidy: run go mod tidy in client/"; exit 1; }
 
 $(GOLANGCI):
 	@echo "building golangci-lint $(GOLANGCI_VERSION) (a few minutes, once)"
@@ -107,8 +119,14 @@ image-mysql-9.7:
 image-mariadb-11.8:
 	@scripts/build-suite-image.sh mariadb trixie 11.8
 
-## images: every server image above
-images: image image-mysql-9.7 image-mariadb-11.8
+## image-testdbd: the all-in-one image testdbd/testdbd (the daemon and the
+## host's MariaDB; no registry needed): README's "Docker, Compose and CI"
+.PHONY: image-testdbd
+image-testdbd:
+	@scripts/build-daemon-image.sh
+
+## images: every image above
+images: image image-mysql-9.7 image-mariadb-11.8 image-testdbd
 
 ## property: the long randomized proof that every strategy resets to exactly the template
 property: deps

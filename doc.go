@@ -15,10 +15,10 @@
 //	stats                                       latency percentiles and Prometheus metrics
 //	lease                                       pools, leases, capacity, background work
 //	server                                      the v1 API over gRPC and REST
-//	client, client/grpcclient                   the Go SDK
+//	client (a module of its own), grpcclient    the Go SDK over REST; the typed gRPC client
 //	cmd/testdbd, cmd/bench                      the daemon and CLI, the benchmark
 //
 // The import graph reads top-down: cmd → server → (lease, templates) →
 // (strategies, accounts, schema, migrations, stats) → instance → this
-// package. Only server, cmd and client import the generated API types.
+// package. Only server, cmd and grpcclient import the generated API types.
 package testdbd

@@ -149,6 +149,15 @@ type StartOptions struct {
 	Args []string
 	// MaxConnections is passed as max_connections.
 	MaxConnections int
+	// Port, when not 0, is the TCP port the server listens on for clients;
+	// 0 lets the provider pick a free one. A caller that gives ports (from
+	// a range a container publishes) starts again with another when the
+	// error says the address is in use.
+	Port int
+	// BindAddress is the address the server listens on for clients; empty
+	// means 127.0.0.1. "0.0.0.0" listens on every interface (in a container,
+	// so that a published port reaches the server).
+	BindAddress string
 }
 
 // Provider starts server instances. Implementations are safe for concurrent use.

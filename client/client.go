@@ -2,7 +2,10 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +33,9 @@ type Client struct {
 	base  *url.URL     // scheme and host of the daemon
 	token string       // bearer token, or ""
 	http  *http.Client // does the calls
+
+	caFile    string      // WithCAFile
+	tlsConfig *tls.Config // WithTLSConfig
 }
 
 // Option configures a Client.
@@ -39,27 +46,76 @@ type Option func(*Client)
 func WithToken(token string) Option { return func(c *Client) { c.token = token } }
 
 // WithHTTPClient makes the client call through hc instead of its own
-// (for TLS settings or a proxy in front of the daemon).
+// (for a proxy in front of the daemon, or TLS settings of your own).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
-// New returns a client of the daemon at addr: "host:port" (plain HTTP),
-// "http://host:port" or "https://host:port". An empty addr means
-// DefaultAddr. New does not connect; the first call does.
+// WithCAFile trusts the CA certificates in a PEM file (besides the
+// system's) for the daemon's TLS certificate: a daemon started with
+// --tls-cert whose certificate is self-signed or from a private CA. An
+// address without a scheme then means https://.
+func WithCAFile(path string) Option { return func(c *Client) { c.caFile = path } }
+
+// WithTLSConfig uses cfg for the TLS connections to the daemon. An address
+// without a scheme then means https://.
+func WithTLSConfig(cfg *tls.Config) Option { return func(c *Client) { c.tlsConfig = cfg } }
+
+// New returns a client of the daemon at addr: "host:port" (plain HTTP, or
+// HTTPS with WithCAFile or WithTLSConfig), "http://host:port" or
+// "https://host:port". An empty addr means DefaultAddr. New does not
+// connect; the first call does.
 func New(addr string, opts ...Option) (*Client, error) {
+	c := &Client{}
+	for _, o := range opts {
+		o(c)
+	}
+	withTLS := c.caFile != "" || c.tlsConfig != nil
+	if withTLS && !strings.Contains(addr, "://") {
+		addr = "https://" + cmp.Or(strings.TrimSpace(addr), DefaultAddr)
+	}
 	base, err := ParseAddr(addr)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{base: base}
-	for _, o := range opts {
-		o(c)
+	c.base = base
+	switch {
+	case withTLS && c.http != nil:
+		return nil, errors.New("testdbd client: WithHTTPClient and WithCAFile or WithTLSConfig: give the TLS settings in your http.Client's transport")
+	case c.http != nil:
+		return c, nil
 	}
-	if c.http == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 64 // parallel tests call at once
-		c.http = &http.Client{Transport: t}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64 // parallel tests call at once
+	if withTLS {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.tlsConfig != nil {
+			cfg = c.tlsConfig.Clone()
+		}
+		if c.caFile != "" {
+			if cfg.RootCAs, err = loadCAs(c.caFile); err != nil {
+				return nil, err
+			}
+		}
+		t.TLSClientConfig = cfg
 	}
+	c.http = &http.Client{Transport: t}
 	return c, nil
+}
+
+// loadCAs returns the system's certificate pool with the PEM file's
+// certificates added.
+func loadCAs(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the daemon's CA certificate: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("the daemon's CA certificate %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 // ParseAddr turns "host:port", "http://host:port" or "https://host:port"
@@ -279,6 +335,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return &UnreachableError{Addr: c.base.String(), Err: err}
 	}
+	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("HTTP request to an HTTPS server")) {
+		return &Error{Code: CodeUnavailable, Status: resp.StatusCode, Message: fmt.Sprintf(
+			"the daemon at %s serves HTTPS: give its address as https://%s", c.base, c.base.Host)}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return decodeError(resp.StatusCode, b)
 	}
@@ -328,11 +388,26 @@ func (c Code) String() string {
 type Error struct {
 	Code    Code   // gRPC status code
 	Status  int    // HTTP status
-	Message string // the daemon's message
+	Message string // the daemon's message, as it wrote it
 }
 
-// Error returns the daemon's message.
-func (e *Error) Error() string { return e.Message }
+// Error returns the daemon's message, with the fixes it names in the REST
+// API's terms (EnsureTemplate (POST /v1/templates), wait_timeout_ms, ...)
+// named in this package's.
+func (e *Error) Error() string { return goHints.Replace(e.Message) }
+
+// goHints rewrite the daemon's REST hints as this package's.
+var goHints = strings.NewReplacer(
+	"create it with EnsureTemplate (POST /v1/templates)", "create it with Client.EnsureTemplate, or give TestOptions.MigrationsDir",
+	"acquire one with AcquireLease (POST /v1/leases)", "acquire one with Client.AcquireLease",
+	"call EnsureTemplate again", "call Client.EnsureTemplate again",
+	"wait for EnsureTemplate to return", "wait for Client.EnsureTemplate to return",
+	"or wait longer (wait_timeout_ms)", "or wait longer (AcquireLeaseRequest.WaitTimeoutMs, TestOptions.WaitTimeout)",
+	"or delete with force (which ends them)", "or delete with force, DeleteTemplate(ctx, name, true) (which ends them)",
+	`upload the files in "migrations" for a remote daemon`, "upload the files (EnsureTemplateRequest.Migrations; ReadMigrations reads them) for a remote daemon",
+	"give migrations_dir (a directory on the daemon's host) instead of uploading the files", "give EnsureTemplateRequest.MigrationsDir (a directory on the daemon's host) instead of uploading the files",
+	`send the header "Authorization: Bearer <token>"`, "pass it with WithToken (the test helpers read TESTDBD_TOKEN)",
+)
 
 // ErrorCode returns the code of the *Error in err's chain: CodeOK for nil,
 // CodeUnavailable for an *UnreachableError, CodeUnknown for anything else.
@@ -396,6 +471,18 @@ type UnreachableError struct {
 
 // Error says which daemon could not be reached, why, and what to do.
 func (e *UnreachableError) Error() string {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var notTLS tls.RecordHeaderError
+	switch {
+	case errors.As(e.Err, &unknownCA):
+		return fmt.Sprintf("cannot reach the testdbd daemon at %s: its TLS certificate is signed by an authority this client does not trust: "+
+			"give the CA certificate that signed it (WithCAFile; TESTDBD_TLS_CA for the test helpers)", e.Addr)
+	case errors.As(e.Err, &hostname):
+		return fmt.Sprintf("cannot reach the testdbd daemon at %s: %v: use an address its certificate names, or a certificate for this one", e.Addr, hostname)
+	case errors.As(e.Err, &notTLS) || strings.Contains(e.Err.Error(), "server gave HTTP response to HTTPS client"):
+		return fmt.Sprintf("cannot reach the testdbd daemon at %s: it does not speak TLS there: give its address as http://%s", e.Addr, strings.TrimPrefix(e.Addr, "https://"))
+	}
 	return fmt.Sprintf("cannot reach the testdbd daemon at %s (%s): is it running? Start it with `testdbd serve`, or give its REST address", e.Addr, e.reason())
 }
 

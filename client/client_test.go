@@ -3,9 +3,12 @@ package client_test
 import (
 	"context"
 	"database/sql"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -159,7 +162,7 @@ func TestDaemonErrors(t *testing.T) {
 		says   string
 	}{
 		{"unknown template", func() error { _, err := c.GetTemplate(ctx, "no-such-template"); return err },
-			client.CodeNotFound, 404, "EnsureTemplate"},
+			client.CodeNotFound, 404, "Client.EnsureTemplate, or give TestOptions.MigrationsDir"},
 		{"lease of unknown template", func() error {
 			_, err := c.AcquireLease(ctx, client.AcquireLeaseRequest{Template: "no-such-template"})
 			return err
@@ -169,7 +172,7 @@ func TestDaemonErrors(t *testing.T) {
 			return err
 		}, client.CodeInvalidArgument, 400, "strategy"},
 		{"unknown lease", func() error { _, err := c.ResetLease(ctx, "l-nope", client.StrategyUnspecified); return err },
-			client.CodeNotFound, 404, "acquire one"},
+			client.CodeNotFound, 404, "acquire one with Client.AcquireLease"},
 		{"broken migration", func() error {
 			_, err := c.EnsureTemplate(ctx, client.EnsureTemplateRequest{Name: "broken", Migrations: []client.MigrationFile{
 				{Name: "00001_broken.sql", Content: "-- +goose Up\nCREATE TABLE t (id INT PRIMARY KEY;\n"}}})
@@ -182,11 +185,11 @@ func TestDaemonErrors(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("got %T %v, want *client.Error", err, err)
 			}
-			if e.Code != tc.code || e.Status != tc.status || !strings.Contains(e.Message, tc.says) {
-				t.Errorf("got code %v, HTTP %d, %q; want %v, %d, mentioning %q", e.Code, e.Status, e.Message, tc.code, tc.status, tc.says)
+			if e.Code != tc.code || e.Status != tc.status || !strings.Contains(e.Error(), tc.says) {
+				t.Errorf("got code %v, HTTP %d, %q; want %v, %d, mentioning %q", e.Code, e.Status, e.Error(), tc.code, tc.status, tc.says)
 			}
-			if e.Error() != e.Message {
-				t.Errorf("Error() = %q, want the daemon's message alone", e.Error())
+			if strings.Contains(e.Error(), "/v1/") {
+				t.Errorf("Error() = %q names the REST API's way to fix it, not the Go client's", e.Error())
 			}
 		})
 	}
@@ -277,5 +280,47 @@ func TestParseStrategy(t *testing.T) {
 	}
 	if s := client.StrategyRollback.Short(); s != "rollback" {
 		t.Errorf("Short() = %q", s)
+	}
+}
+
+// TestTLS: WithCAFile trusts a daemon's own CA, makes https the default
+// scheme, and the errors of a wrong scheme or an untrusted certificate say
+// what to do.
+func TestTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"status":"SERVING"}`))
+	}))
+	defer srv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(srv.URL, "https://")
+	ctx := context.Background()
+	for _, addr := range []string{srv.URL, host} {
+		c, err := client.New(addr, client.WithCAFile(caFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Health(ctx); err != nil || c.Addr() != srv.URL {
+			t.Errorf("%s with the CA: %v (%s)", addr, err, c.Addr())
+		}
+	}
+	c, _ := client.New(srv.URL)
+	if err := c.Health(ctx); err == nil || !strings.Contains(err.Error(), "WithCAFile") {
+		t.Errorf("without the CA: %v", err)
+	}
+	c, _ = client.New("http://" + host)
+	if err := c.Health(ctx); err == nil || !strings.Contains(err.Error(), "serves HTTPS: give its address as https://"+host) {
+		t.Errorf("http:// to an HTTPS daemon: %v", err)
+	}
+	if _, err := client.New(host, client.WithCAFile(filepath.Join(t.TempDir(), "missing.pem"))); err == nil || !strings.Contains(err.Error(), "missing.pem") {
+		t.Errorf("a missing CA file: %v", err)
+	}
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	c, _ = client.New("https://"+strings.TrimPrefix(plain.URL, "http://"), client.WithCAFile(caFile))
+	if err := c.Health(ctx); err == nil || !strings.Contains(err.Error(), "does not speak TLS") {
+		t.Errorf("https:// to a plain daemon: %v", err)
 	}
 }

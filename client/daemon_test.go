@@ -21,6 +21,9 @@ import (
 // free ports, running MariaDB natively.
 var daemonAddr string
 
+// daemonBinary is the testdbd binary TestMain built.
+var daemonBinary string
+
 // migrationsDir is the example template every test leases from.
 const migrationsDir = "../examples/migrations"
 
@@ -37,7 +40,10 @@ func runWithDaemon(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "testdbd")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/testdbd").CombinedOutput(); err != nil {
+	daemonBinary = bin
+	build := exec.Command("go", "build", "-o", bin, "./cmd/testdbd")
+	build.Dir = ".." // the daemon's module, which uses this one through a replace directive
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build the daemon: %v\n%s", err, out)
 		return 1
 	}

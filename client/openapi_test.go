@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"reflect"
 	"slices"
@@ -10,9 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/testdbd/testdbd/api/openapi"
 	"github.com/testdbd/testdbd/client"
 )
+
+// openAPIDocument is the daemon's OpenAPI document, as generated from
+// proto/ into api/ (and served at /openapi.json).
+const openAPIDocument = "../api/openapi/testdb.swagger.json"
 
 // apiTypes maps the OpenAPI document's definitions to the client's
 // hand-written types.
@@ -60,10 +64,16 @@ type schema struct {
 // OpenAPI document: the same fields, each with the Go type its JSON needs.
 // When the API changes, this test names what to change in types.go.
 func TestTypesMatchOpenAPI(t *testing.T) {
+	// The daemon's module generates it from proto/ (make generate); this
+	// module reads it from the repository.
+	b, err := os.ReadFile(openAPIDocument)
+	if err != nil {
+		t.Fatalf("the daemon's OpenAPI document: %v", err)
+	}
 	var doc struct {
 		Definitions map[string]schema `json:"definitions"`
 	}
-	if err := json.Unmarshal(openapi.Document, &doc); err != nil {
+	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
 	for name, def := range doc.Definitions {
@@ -119,7 +129,8 @@ type field struct {
 
 func jsonFields(typ reflect.Type) map[string]field {
 	out := map[string]field{}
-	for f := range typ.Fields() {
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
 		tag := f.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		if name == "" || name == "-" {
@@ -159,12 +170,16 @@ func mismatch(s schema, f field) string {
 			return "want a string"
 		}
 	case s.Type == "integer" && s.Format == "int32":
-		if t.Kind() != reflect.Int32 {
-			return "want int32"
+		if t.Kind() != reflect.Int32 && t.Kind() != reflect.Int64 {
+			return "want int32 (or int64)"
+		}
+	case s.Type == "integer" && s.Format == "int64": // a uint32
+		if t.Kind() != reflect.Int64 {
+			return "want int64"
 		}
 	case s.Type == "number":
-		if t.Kind() != reflect.Float64 {
-			return "want float64"
+		if t.Kind() != reflect.Float64 && t.Kind() != reflect.Int64 {
+			return "want float64, or int64 for a whole number"
 		}
 	case s.Type == "boolean":
 		if t.Kind() != reflect.Bool {
@@ -174,6 +189,50 @@ func mismatch(s schema, f field) string {
 		return "the API's type " + s.Type + "/" + s.Format + " is not handled by this test"
 	}
 	return ""
+}
+
+// TestNumbersReadFromStringsToo: every response field the API sends as a
+// JSON number and the client holds in an int64 is read from a number and,
+// as daemons before sent 64-bit counts, from a string.
+func TestNumbersReadFromStringsToo(t *testing.T) {
+	b, err := os.ReadFile(openAPIDocument)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Definitions map[string]schema `json:"definitions"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for name, def := range doc.Definitions {
+		typ, ok := apiTypes[name]
+		if !ok || strings.HasSuffix(name, "Request") || typ.Kind() != reflect.Struct {
+			continue
+		}
+		fields := jsonFields(typ)
+		for prop, ps := range def.Properties {
+			f, ok := fields[prop]
+			if !ok || f.String || f.Type.Kind() != reflect.Int64 || (ps.Type != "integer" && ps.Type != "number") {
+				continue
+			}
+			for _, in := range []string{`7`, `"7"`, `7.0`} {
+				v := reflect.New(typ)
+				if err := json.Unmarshal([]byte(`{"`+prop+`":`+in+`}`), v.Interface()); err != nil {
+					t.Errorf("client.%s.%s from %s: %v", typ.Name(), f.Name, in, err)
+					continue
+				}
+				if got := v.Elem().FieldByName(f.Name).Int(); got != 7 {
+					t.Errorf("client.%s.%s from %s = %d, want 7", typ.Name(), f.Name, in, got)
+				}
+			}
+			checked++
+		}
+	}
+	if checked < 9 {
+		t.Errorf("checked %d fields; the counts and byte sizes are at least 9", checked)
+	}
 }
 
 // TestImportsOnlyTheDriver keeps the SDK light: the standard library and

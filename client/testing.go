@@ -1,11 +1,13 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,15 +28,20 @@ const maxKeptFailed = 3
 
 // TestOptions configures TestDB, TestTx and TestLease.
 type TestOptions struct {
-	// Client talks to the daemon. Nil means a client of Addr with Token,
-	// shared by every test of the binary.
+	// Client talks to the daemon. Nil means a client of Addr with Token
+	// and CAFile, shared by every test of the binary.
 	Client *Client
-	// Addr is the daemon's REST address when Client is nil; empty means
-	// DefaultAddr. The helpers read no environment: tests pass, say,
-	// os.Getenv("TESTDBD_ADDR").
+	// Addr is the daemon's REST address when Client is nil. Empty means the
+	// daemon Main found or started when the package's TestMain calls Main,
+	// else TESTDBD_ADDR, else DefaultAddr.
 	Addr string
-	// Token is the daemon's bearer token when Client is nil.
+	// Token is the daemon's bearer token when Client is nil; empty means
+	// TESTDBD_TOKEN.
 	Token string
+	// CAFile is a PEM file of the CA that signed the daemon's TLS
+	// certificate (a daemon started with --tls-cert), when Client is nil;
+	// empty means TESTDBD_TLS_CA. See WithCAFile.
+	CAFile string
 
 	// Template names the template to lease from. Required.
 	Template string
@@ -80,10 +87,7 @@ type TestOptions struct {
 // Any error fails the test at once.
 func TestLease(tb testing.TB, opts TestOptions) *Lease {
 	tb.Helper()
-	c, err := opts.client()
-	if err != nil {
-		tb.Fatalf("testdbd: %v", err)
-	}
+	c := opts.mustClient(tb)
 	if opts.Template == "" {
 		tb.Fatal("testdbd: TestOptions.Template is empty: name the template to lease from")
 	}
@@ -130,12 +134,17 @@ func TestLease(tb testing.TB, opts TestOptions) *Lease {
 // call it may run in parallel; each gets its own database.
 func TestDB(tb testing.TB, opts TestOptions) *sql.DB {
 	tb.Helper()
+	opts.Client = opts.mustClient(tb)
 	l := TestLease(tb, opts)
 	db, err := openLease(l, opts.Config)
 	if err != nil {
 		tb.Fatalf("testdbd: connect to lease %s: %v", l.ID, err)
 	}
-	tb.Cleanup(func() { db.Close() }) // before the release registered by TestLease
+	leases.Store(db, leaseRef{c: opts.Client, id: l.ID})
+	tb.Cleanup(func() { // before the release registered by TestLease
+		leases.Delete(db)
+		db.Close()
+	})
 	return db
 }
 
@@ -154,10 +163,7 @@ func TestTx(tb testing.TB, opts TestOptions) *sql.Tx {
 	tb.Helper()
 	opts.Strategy = StrategyRollback
 	opts.ReleaseFailed = true // the rollback removes the evidence anyway
-	c, err := opts.client()
-	if err != nil {
-		tb.Fatalf("testdbd: %v", err)
-	}
+	c := opts.mustClient(tb)
 	opts.Client = c
 	l := TestLease(tb, opts)
 	db, err := openLease(l, opts.Config)
@@ -196,12 +202,9 @@ func OpenDB(l *Lease, config func(*mysql.Config)) (*sql.DB, error) {
 }
 
 func openLease(l *Lease, config func(*mysql.Config)) (*sql.DB, error) {
-	cfg, err := mysql.ParseDSN(l.DSN)
+	cfg, err := leaseConfig(l, config)
 	if err != nil {
-		return nil, fmt.Errorf("the lease's DSN: %w", err)
-	}
-	if config != nil {
-		config(cfg)
+		return nil, err
 	}
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
@@ -215,6 +218,35 @@ func openLease(l *Lease, config func(*mysql.Config)) (*sql.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// leaseConfig is the driver configuration of a lease: its DSN, with a
+// logger that leaves out the driver's note about idle connections a reset
+// ended (they are expected), adjusted by config.
+func leaseConfig(l *Lease, config func(*mysql.Config)) (*mysql.Config, error) {
+	cfg, err := mysql.ParseDSN(l.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("the lease's DSN: %w", err)
+	}
+	cfg.Logger = quietLogger{}
+	if config != nil {
+		config(cfg)
+	}
+	return cfg, nil
+}
+
+// quietLogger is go-sql-driver's default logger without "closing bad idle
+// connection", which every connection a reset ended would print.
+type quietLogger struct{}
+
+var driverLog = log.New(os.Stderr, "[mysql] ", log.Ldate|log.Ltime|log.Lshortfile)
+
+func (quietLogger) Print(v ...any) {
+	msg := fmt.Sprint(v...)
+	if strings.Contains(msg, "closing bad idle connection") {
+		return
+	}
+	_ = driverLog.Output(2, msg)
 }
 
 // keptFailed counts the failed tests of this binary whose database was kept.
@@ -234,17 +266,48 @@ type ensureResult struct {
 	err  error
 }
 
-func (o TestOptions) client() (*Client, error) {
+// mustClient returns the client the options name, skipping the test when
+// Main found no daemon to use (or failing it, when told to), and failing
+// it on any other error.
+func (o TestOptions) mustClient(tb testing.TB) *Client {
+	tb.Helper()
 	if o.Client != nil {
-		return o.Client, nil
+		return o.Client
 	}
-	key := o.Addr + "\x00" + o.Token
+	addr, token, caFile := o.Addr, o.Token, o.CAFile
+	if addr == "" {
+		d, err := mainDaemon()
+		switch {
+		case err != nil && d.require:
+			tb.Fatalf("testdbd: %v", err)
+		case err != nil:
+			tb.Skipf("testdbd: %v", err)
+		}
+		addr = d.addr
+	}
+	addr = cmp.Or(addr, os.Getenv("TESTDBD_ADDR"))
+	token = cmp.Or(token, os.Getenv("TESTDBD_TOKEN"))
+	caFile = cmp.Or(caFile, os.Getenv("TESTDBD_TLS_CA"))
+	c, err := sharedClient(addr, token, caFile)
+	if err != nil {
+		tb.Fatalf("testdbd: %v", err)
+	}
+	return c
+}
+
+// sharedClient returns the binary's client of a daemon, made on first use.
+func sharedClient(addr, token, caFile string) (*Client, error) {
+	key := addr + "\x00" + token + "\x00" + caFile
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if c := shared.clients[key]; c != nil {
 		return c, nil
 	}
-	c, err := New(o.Addr, WithToken(o.Token))
+	opts := []Option{WithToken(token)}
+	if caFile != "" {
+		opts = append(opts, WithCAFile(caFile))
+	}
+	c, err := New(addr, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,15 +1,21 @@
 package client
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // The types below mirror the REST API's JSON (the proto field names of
-// testdb.v1, snake_case). int64 fields travel as JSON strings, as protojson
-// writes them; times in reports are milliseconds as float64. A test checks
-// every type against the daemon's OpenAPI document, field by field.
+// testdb.v1, snake_case). Counts and byte sizes are JSON numbers, read into
+// int64 fields; daemons before they were (protojson writes a 64-bit
+// integer as a string) sent strings, which are read as well. The goose
+// version is a 64-bit integer of any size, so it stays a string. Times in
+// reports are milliseconds as float64. A test checks every type against
+// the daemon's OpenAPI document, field by field.
 
 // Strategy is how a leased database is brought back to its template. Its
 // values are the API's enum names.
@@ -135,7 +141,7 @@ type AcquireLeaseRequest struct {
 	Worker string `json:"worker,omitempty"`
 	// WaitTimeoutMs is how long to wait for a free database; 0 means the
 	// daemon's default.
-	WaitTimeoutMs int64 `json:"wait_timeout_ms,omitempty,string"`
+	WaitTimeoutMs int64 `json:"wait_timeout_ms,omitempty"`
 	// MaxConnections caps the lease's connections; 0 means the daemon's
 	// default.
 	MaxConnections int32 `json:"max_connections,omitempty"`
@@ -160,7 +166,7 @@ type Lease struct {
 	State        string    `json:"state"` // "active", "released", "expired" or "failed"
 	AcquiredAt   time.Time `json:"acquired_at"`
 	TTLSeconds   int32     `json:"ttl_seconds"`
-	Resets       int64     `json:"resets,string"`
+	Resets       int64     `json:"resets"`
 	TemplateHash string    `json:"template_hash"`
 	// MaxConnections is the most connections the lease may have open.
 	MaxConnections int32 `json:"max_connections"`
@@ -204,7 +210,7 @@ type Instance struct {
 	Port               int32     `json:"port"`
 	Datadir            string    `json:"datadir"`
 	DatadirOnTmpfs     bool      `json:"datadir_on_tmpfs"`
-	MemoryBytes        int64     `json:"memory_bytes,string"`
+	MemoryBytes        int64     `json:"memory_bytes"`
 	Databases          int32     `json:"databases"`
 	State              string    `json:"state"`
 	StartupMs          float64   `json:"startup_ms"`
@@ -213,11 +219,11 @@ type Instance struct {
 	Pid                int32     `json:"pid"`
 	Image              string    `json:"image"`
 	ContainerID        string    `json:"container_id"`
-	DatadirBytes       int64     `json:"datadir_bytes,string"`
+	DatadirBytes       int64     `json:"datadir_bytes"`
 	Error              string    `json:"error"`
 	StartedAt          time.Time `json:"started_at"`
 	SettingsMismatched []string  `json:"settings_mismatched"`
-	DatadirSizeBytes   int64     `json:"datadir_size_bytes,string"` // the datadir's filesystem size; 0 when not visible
+	DatadirSizeBytes   int64     `json:"datadir_size_bytes"` // the datadir's filesystem size; 0 when not visible
 }
 
 // Setting is a server setting the daemon asked for and the value the
@@ -234,10 +240,10 @@ type Stats struct {
 	Resets           []StrategyStats `json:"resets"` // reset latency by the strategy that ran
 	Acquire          LatencyStats    `json:"acquire"`
 	AcquireWait      LatencyStats    `json:"acquire_wait"`
-	LeasesActive     int64           `json:"leases_active,string"`
-	LeasesAcquired   int64           `json:"leases_acquired,string"`
-	LeasesExpired    int64           `json:"leases_expired,string"`
-	AcquireExhausted int64           `json:"acquire_exhausted,string"`
+	LeasesActive     int64           `json:"leases_active"`
+	LeasesAcquired   int64           `json:"leases_acquired"`
+	LeasesExpired    int64           `json:"leases_expired"`
+	AcquireExhausted int64           `json:"acquire_exhausted"`
 	Instances        int32           `json:"instances"`
 	Databases        int32           `json:"databases"`
 	Templates        int32           `json:"templates"`
@@ -247,16 +253,117 @@ type Stats struct {
 type StrategyStats struct {
 	Strategy  Strategy     `json:"strategy"`
 	Latency   LatencyStats `json:"latency"`
-	Fallbacks int64        `json:"fallbacks,string"`
-	Failures  int64        `json:"failures,string"`
+	Fallbacks int64        `json:"fallbacks"`
+	Failures  int64        `json:"failures"`
 }
 
 // LatencyStats summarise recent samples, in milliseconds.
 type LatencyStats struct {
-	Count  int64   `json:"count,string"`
+	Count  int64   `json:"count"`
 	P50Ms  float64 `json:"p50_ms"`
 	P90Ms  float64 `json:"p90_ms"`
 	P99Ms  float64 `json:"p99_ms"`
 	MaxMs  float64 `json:"max_ms"`
 	MeanMs float64 `json:"mean_ms"`
+}
+
+// flexInt reads a whole number written as a JSON number (1, 1.0, 1e3) or,
+// as daemons before 64-bit counts became numbers wrote it, a string ("1").
+type flexInt int64
+
+func (n *flexInt) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" {
+		return nil
+	}
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		*n = flexInt(v)
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<63-1 {
+		return fmt.Errorf("want a whole number, got %s", b)
+	}
+	*n = flexInt(f)
+	return nil
+}
+
+// UnmarshalJSON reads Resets as a number or a string.
+func (l *Lease) UnmarshalJSON(b []byte) error {
+	type plain Lease
+	v := struct {
+		*plain
+		Resets flexInt `json:"resets"`
+	}{plain: (*plain)(l)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	l.Resets = int64(v.Resets)
+	return nil
+}
+
+// UnmarshalJSON reads the byte sizes as numbers or strings.
+func (in *Instance) UnmarshalJSON(b []byte) error {
+	type plain Instance
+	v := struct {
+		*plain
+		MemoryBytes      flexInt `json:"memory_bytes"`
+		DatadirBytes     flexInt `json:"datadir_bytes"`
+		DatadirSizeBytes flexInt `json:"datadir_size_bytes"`
+	}{plain: (*plain)(in)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	in.MemoryBytes, in.DatadirBytes, in.DatadirSizeBytes = int64(v.MemoryBytes), int64(v.DatadirBytes), int64(v.DatadirSizeBytes)
+	return nil
+}
+
+// UnmarshalJSON reads the counts as numbers or strings.
+func (s *Stats) UnmarshalJSON(b []byte) error {
+	type plain Stats
+	v := struct {
+		*plain
+		LeasesActive     flexInt `json:"leases_active"`
+		LeasesAcquired   flexInt `json:"leases_acquired"`
+		LeasesExpired    flexInt `json:"leases_expired"`
+		AcquireExhausted flexInt `json:"acquire_exhausted"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	s.LeasesActive, s.LeasesAcquired = int64(v.LeasesActive), int64(v.LeasesAcquired)
+	s.LeasesExpired, s.AcquireExhausted = int64(v.LeasesExpired), int64(v.AcquireExhausted)
+	return nil
+}
+
+// UnmarshalJSON reads the counts as numbers or strings.
+func (s *StrategyStats) UnmarshalJSON(b []byte) error {
+	type plain StrategyStats
+	v := struct {
+		*plain
+		Fallbacks flexInt `json:"fallbacks"`
+		Failures  flexInt `json:"failures"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	s.Fallbacks, s.Failures = int64(v.Fallbacks), int64(v.Failures)
+	return nil
+}
+
+// UnmarshalJSON reads the count as a number or a string.
+func (l *LatencyStats) UnmarshalJSON(b []byte) error {
+	type plain LatencyStats
+	v := struct {
+		*plain
+		Count flexInt `json:"count"`
+	}{plain: (*plain)(l)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	l.Count = int64(v.Count)
+	return nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -26,10 +27,10 @@ func instanceToProto(i testdbd.InstanceInfo, databases int, datadirSize int64) *
 	out := &testdbv1.Instance{
 		Id: i.ID, Provider: i.Provider, Engine: string(i.Engine.Flavor), Version: i.Engine.Version,
 		Host: i.Host, Port: int32(i.Port), Datadir: i.Datadir, DatadirOnTmpfs: i.DatadirOnTmpfs,
-		MemoryBytes: i.MemoryBytes, Databases: int32(databases), State: string(i.State),
+		MemoryBytes: float64(i.MemoryBytes), Databases: int32(databases), State: string(i.State),
 		StartupMs: ms(i.StartupTime), Socket: i.Socket, Pid: int32(i.PID), Image: i.Image,
-		ContainerId: i.ContainerID, DatadirBytes: i.DatadirBytes, Error: i.Err, StartedAt: ts(i.StartedAt),
-		Settings: []*testdbv1.Setting{}, SettingsMismatched: testdbd.Mismatched(i.Settings), DatadirSizeBytes: datadirSize,
+		ContainerId: i.ContainerID, DatadirBytes: float64(i.DatadirBytes), Error: i.Err, StartedAt: ts(i.StartedAt),
+		Settings: []*testdbv1.Setting{}, SettingsMismatched: testdbd.Mismatched(i.Settings), DatadirSizeBytes: float64(datadirSize),
 	}
 	if out.SettingsMismatched == nil {
 		out.SettingsMismatched = []string{}
@@ -65,7 +66,7 @@ func leaseToProto(l lease.LeaseInfo) *testdbv1.Lease {
 		Id: l.ID, Template: l.Template, TemplateHash: l.TemplateHash, Strategy: strategyToProto(l.Strategy),
 		Worker: l.Worker, Database: l.Database, Host: l.Host, Port: int32(l.Port), User: l.User, Password: l.Password,
 		Dsn: l.DSN, Url: l.URL, ExpiresAt: ts(l.ExpiresAt), AcquiredAt: ts(l.AcquiredAt), InstanceId: l.InstanceID,
-		WaitedMs: ms(l.Waited), State: l.State, TtlSeconds: int32(l.TTL / time.Second), Resets: l.Resets,
+		WaitedMs: ms(l.Waited), State: l.State, TtlSeconds: int32(l.TTL / time.Second), Resets: int32(min(l.Resets, math.MaxInt32)),
 		MaxConnections: int32(l.MaxConnections), EndedReason: l.EndedReason,
 	}
 }
@@ -82,22 +83,26 @@ func reportToProto(r testdbd.ResetReport) *testdbv1.ResetReport {
 }
 
 func latencyToProto(l stats.Latency) *testdbv1.LatencyStats {
-	return &testdbv1.LatencyStats{Count: l.Count, P50Ms: ms(l.P50), P90Ms: ms(l.P90), P99Ms: ms(l.P99), MaxMs: ms(l.Max), MeanMs: ms(l.Mean)}
+	return &testdbv1.LatencyStats{Count: counter(l.Count), P50Ms: ms(l.P50), P90Ms: ms(l.P90), P99Ms: ms(l.P99), MaxMs: ms(l.Max), MeanMs: ms(l.Mean)}
 }
 
 func statsToProto(s lease.Stats) *testdbv1.GetStatsResponse {
 	out := &testdbv1.GetStatsResponse{
 		Acquire: latencyToProto(s.Acquire), AcquireWait: latencyToProto(s.AcquireWait),
-		LeasesActive: int64(s.LeasesActive), LeasesAcquired: s.LeasesAcquired, LeasesExpired: s.LeasesExpired,
-		AcquireExhausted: s.AcquireExhausted, Instances: int32(s.Instances), Databases: int32(s.Databases),
+		LeasesActive: int32(s.LeasesActive), LeasesAcquired: counter(s.LeasesAcquired), LeasesExpired: counter(s.LeasesExpired),
+		AcquireExhausted: counter(s.AcquireExhausted), Instances: int32(s.Instances), Databases: int32(s.Databases),
 		Templates: int32(s.Templates), Resets: []*testdbv1.StrategyStats{},
 	}
 	for _, r := range s.Resets {
 		out.Resets = append(out.Resets, &testdbv1.StrategyStats{Strategy: strategyToProto(r.Strategy),
-			Latency: latencyToProto(r.Latency), Fallbacks: r.Fallbacks, Failures: r.Failures})
+			Latency: latencyToProto(r.Latency), Fallbacks: counter(r.Fallbacks), Failures: counter(r.Failures)})
 	}
 	return out
 }
+
+// counter is a count since the daemon started, as the API's uint32 (a JSON
+// number in REST); it stops at the largest value rather than wrap.
+func counter(n int64) uint32 { return uint32(min(max(n, 0), math.MaxUint32)) }
 
 func strategyToProto(s testdbd.Strategy) testdbv1.Strategy {
 	switch s {

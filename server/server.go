@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -30,18 +32,27 @@ import (
 	"github.com/testdbd/testdbd/dashboard"
 )
 
-// MaxRequestBytes caps a request body (uploaded migrations and seeds included).
-const MaxRequestBytes = 64 << 20
-
 // Config configures a Server.
 type Config struct {
 	GRPCAddr string // e.g. 127.0.0.1:9090; port 0 picks a free port
 	HTTPAddr string // e.g. 127.0.0.1:8080; port 0 picks a free port
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every call except /healthz, the dashboard's files and the gRPC health service.
-	Token    string
-	Registry *prometheus.Registry // served at /metrics; nil means none
-	Logger   *slog.Logger
+	Token string
+	// Insecure allows serving on an address other hosts can reach without
+	// a Token. Without it Open refuses to.
+	Insecure bool
+	// TLSCert and TLSKey are PEM files of a certificate and its key: when
+	// set, REST is served as HTTPS and gRPC with TLS, on the same addresses.
+	TLSCert, TLSKey string
+	// BodyIdleTimeout is how long reading a REST request body may go without
+	// a byte (0: DefaultBodyIdleTimeout); MaxLargeBodies is how many requests
+	// with bodies over LargeBodyBytes are served at once (0:
+	// DefaultMaxLargeBodies).
+	BodyIdleTimeout time.Duration
+	MaxLargeBodies  int
+	Registry        *prometheus.Registry // served at /metrics; nil means none
+	Logger          *slog.Logger
 }
 
 // API serves one TestDBServiceServer over gRPC and REST.
@@ -53,6 +64,7 @@ type API struct {
 	health *health.Server
 	http   *http.Server
 	gl, hl net.Listener
+	tls    bool // serving with TLS
 	wg     sync.WaitGroup
 }
 
@@ -67,7 +79,10 @@ func New(cfg Config, svc testdbv1.TestDBServiceServer) *API {
 // Open binds both listeners and starts serving. It logs the addresses it
 // actually bound.
 func (s *API) Open(ctx context.Context) error {
-	var err error
+	tlsConfig, err := loadTLS(s.cfg.TLSCert, s.cfg.TLSKey)
+	if err != nil {
+		return err
+	}
 	if s.gl, err = net.Listen("tcp", s.cfg.GRPCAddr); err != nil {
 		return fmt.Errorf("listen for gRPC on %s: %w (choose another --grpc-addr)", s.cfg.GRPCAddr, err)
 	}
@@ -75,12 +90,23 @@ func (s *API) Open(ctx context.Context) error {
 		_ = s.gl.Close()
 		return fmt.Errorf("listen for HTTP on %s: %w (choose another --http-addr)", s.cfg.HTTPAddr, err)
 	}
+	if err := s.checkExposure(tlsConfig != nil); err != nil {
+		_ = s.gl.Close()
+		_ = s.hl.Close()
+		return err
+	}
 
-	s.grpc = grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
 		grpc.ChainUnaryInterceptor(s.unaryAuth),
 		grpc.ChainStreamInterceptor(s.streamAuth),
-	)
+	}
+	if tlsConfig != nil {
+		s.tls = true
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+		s.hl = tls.NewListener(s.hl, tlsConfig.Clone())
+	}
+	s.grpc = grpc.NewServer(opts...)
 	testdbv1.RegisterTestDBServiceServer(s.grpc, s.svc)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -111,8 +137,9 @@ func (s *API) Open(ctx context.Context) error {
 	mux.Handle("GET /{$}", dashboard.Handler()) // the web dashboard; API paths stay with the gateway
 	mux.Handle("GET /ui/", dashboard.Handler())
 	s.http = &http.Server{
-		Handler:           s.httpAuth(limitBody(mux)),
+		Handler:           s.httpAuth(newBodyReader(s.cfg.BodyIdleTimeout, s.cfg.MaxLargeBodies).wrap(mux)),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       5 * time.Minute,
 	}
 
 	s.wg.Add(2)
@@ -128,7 +155,7 @@ func (s *API) Open(ctx context.Context) error {
 			s.log.Error("HTTP server stopped", "err", err)
 		}
 	}()
-	s.log.Info("serving", "grpc", s.GRPCAddr(), "http", s.HTTPAddr(), "auth", s.cfg.Token != "")
+	s.log.Info("serving", "grpc", s.GRPCAddr(), "http", s.HTTPAddr(), "url", s.URL(), "auth", s.cfg.Token != "", "tls", s.tls)
 	return nil
 }
 
@@ -137,6 +164,81 @@ func (s *API) GRPCAddr() string { return s.gl.Addr().String() }
 
 // HTTPAddr returns the address the HTTP listener bound.
 func (s *API) HTTPAddr() string { return s.hl.Addr().String() }
+
+// URL returns the REST API's base URL: http:// or, with TLS, https:// and
+// the address the HTTP listener bound.
+func (s *API) URL() string {
+	if s.tls {
+		return "https://" + s.HTTPAddr()
+	}
+	return "http://" + s.HTTPAddr()
+}
+
+// loadTLS loads the certificate and key for serving TLS; neither given
+// means plain text.
+func loadTLS(certFile, keyFile string) (*tls.Config, error) {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil, nil
+	case certFile == "" || keyFile == "":
+		return nil, errors.New("TLS needs both --tls-cert and --tls-key (PEM files of the certificate and its private key)")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load the TLS certificate %s and key %s: %w", certFile, keyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Check finds what Open would refuse without binding anything: TLS files
+// that do not load, and an address other hosts can reach without a token
+// (a host name is resolved; Open checks the address it binds again).
+func (c Config) Check() error {
+	if _, err := loadTLS(c.TLSCert, c.TLSKey); err != nil {
+		return err
+	}
+	if c.Token != "" || c.Insecure {
+		return nil
+	}
+	for _, a := range []struct{ flag, addr string }{{"--http-addr", c.HTTPAddr}, {"--grpc-addr", c.GRPCAddr}} {
+		if ta, err := net.ResolveTCPAddr("tcp", a.addr); err == nil && !ta.IP.IsLoopback() {
+			return exposedError(a.flag, a.addr)
+		}
+	}
+	return nil
+}
+
+func exposedError(flag, addr string) error {
+	return fmt.Errorf("%s %s is reachable from other hosts, and without a token anyone who can reach it can lease databases and read their passwords: "+
+		"set a token in the environment (TESTDBD_TOKEN=...; clients send the same variable), bind a loopback address (127.0.0.1:port), "+
+		"or pass --insecure to serve without a token anyway", flag, addr)
+}
+
+// checkExposure refuses to serve without a token on an address that other
+// hosts can reach, unless Insecure is set, and warns about what crosses
+// the network in clear text.
+func (s *API) checkExposure(withTLS bool) error {
+	for _, l := range []struct {
+		flag string
+		ln   net.Listener
+	}{{"--http-addr", s.hl}, {"--grpc-addr", s.gl}} {
+		addr, ok := l.ln.Addr().(*net.TCPAddr)
+		if !ok || addr.IP.IsLoopback() {
+			continue
+		}
+		switch {
+		case s.cfg.Token == "" && !s.cfg.Insecure:
+			return exposedError(l.flag, l.ln.Addr().String())
+		case s.cfg.Token == "":
+			s.log.Warn("serving without a token on an address other hosts can reach (--insecure): anyone who can reach it can lease databases and read their passwords",
+				"flag", l.flag, "addr", l.ln.Addr().String())
+		case !withTLS:
+			s.log.Warn("serving on an address other hosts can reach without TLS: the token and the leases' passwords cross the network in clear text; give --tls-cert and --tls-key to encrypt them",
+				"flag", l.flag, "addr", l.ln.Addr().String())
+		}
+	}
+	return nil
+}
 
 // SetServing flips the health status (NOT_SERVING during shutdown).
 func (s *API) SetServing(ok bool) {
@@ -199,7 +301,7 @@ func (s *API) authorized(header string) bool {
 	if s.cfg.Token == "" {
 		return true
 	}
-	got, ok := strings.CutPrefix(header, "Bearer ")
+	got, ok := bearerToken(header)
 	if !ok {
 		return false
 	}
@@ -207,7 +309,18 @@ func (s *API) authorized(header string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-const authHelp = "missing or wrong bearer token: this daemon runs with --token; send the header \"Authorization: Bearer <token>\""
+// bearerToken returns the token of an "Authorization: Bearer <token>"
+// header; the scheme is case-insensitive (RFC 9110, section 11.1).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+const authHelp = "missing or wrong bearer token: this daemon requires one (its --token or TESTDBD_TOKEN); send the header \"Authorization: Bearer <token>\""
 
 func (s *API) httpAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -215,17 +328,8 @@ func (s *API) httpAuth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("WWW-Authenticate", "Bearer")
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprintf(w, `{"code":%d,"message":%q,"details":[]}`+"\n", codes.Unauthenticated, authHelp)
-	})
-}
-
-func limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBytes)
-		next.ServeHTTP(w, r)
+		writeStatus(w, http.StatusUnauthorized, codes.Unauthenticated, authHelp)
 	})
 }
 

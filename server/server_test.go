@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -105,6 +106,25 @@ func TestREST(t *testing.T) {
 	}
 	if in["datadir_on_tmpfs"] != true || in["state"] != "running" || in["provider"] != "native" {
 		t.Errorf("instance: %s", body)
+	}
+	// Counts and sizes are JSON numbers, not protojson's strings of 64-bit integers.
+	for _, field := range []string{"memory_bytes", "datadir_bytes", "port", "databases"} {
+		if _, ok := in[field].(float64); !ok {
+			t.Errorf("instance %s is %T %v, want a JSON number", field, in[field], in[field])
+		}
+	}
+	code, body = get(t, base+"/v1/stats", "")
+	var st map[string]any
+	if err := json.Unmarshal(body, &st); code != 200 || err != nil {
+		t.Fatalf("/v1/stats: %d %v %s", code, err, body)
+	}
+	for _, field := range []string{"leases_active", "leases_acquired", "leases_expired", "acquire_exhausted"} {
+		if _, ok := st[field].(float64); !ok {
+			t.Errorf("stats %s is %T %v, want a JSON number", field, st[field], st[field])
+		}
+	}
+	if lat, _ := st["acquire"].(map[string]any); lat == nil || fmt.Sprintf("%T", lat["count"]) != "float64" {
+		t.Errorf("acquire.count: %v", st["acquire"])
 	}
 	if settings, _ := in["settings"].([]any); len(settings) < 15 {
 		t.Errorf("settings: %v", in["settings"])

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,14 +23,17 @@ import (
 )
 
 // The client commands talk to a daemon over its REST API, at --addr
-// (TESTDBD_ADDR), by default the daemon's default --http-addr.
+// (TESTDBD_ADDR), by default the daemon's default --http-addr. Of the
+// environment they read only the connection settings (connEnv), so that
+// the daemon's own variables (TESTDBD_STRATEGY, ...) in the same
+// environment change nothing here.
 
 // cliUsage lists the client commands; main's usage text includes it.
-const cliUsage = `  testdbd template ensure --name NAME --migrations-dir DIR [--upload] [--seed-file F]
+const cliUsage = `  testdbd template ensure --name NAME --migrations-dir DIR [--upload] [--seed-file FILE]
                             build a template from goose migrations (or find it by content)
   testdbd template list | get NAME | delete NAME [--force]
   testdbd lease --template NAME [--strategy S] [--ttl 10m] [--worker KEY] [--wait 30s]
-                [--format json|env|dsn|url]
+                [--format json|env|dsn|url] [--id-file FILE]
                             lease a database; --format env prints shell exports:
                             eval "$(testdbd lease --template app --format env)"
   testdbd reset LEASE_ID [--strategy S]    reset now and print the report
@@ -37,16 +42,23 @@ const cliUsage = `  testdbd template ensure --name NAME --migrations-dir DIR [--
   testdbd status                           instances, templates, leases, reset timings
 
 Client commands take --addr (default 127.0.0.1:8080, the daemon's REST
-address; http:// or https:// optional) and --token, also settable as
-TESTDBD_ADDR and TESTDBD_TOKEN. --format json prints what the API answered.
-Strategies: truncate, snapshot (the daemon's default) or rollback.
-Exit status: 0 done, 1 the call failed, 2 bad usage.
+address; http:// or https:// optional), --token and --tls-ca, also read
+from TESTDBD_ADDR, TESTDBD_TOKEN and TESTDBD_TLS_CA. --format json prints
+what the API answered. Strategies: truncate, snapshot (the daemon's
+default) or rollback. Exit status: 0 done, 1 the call failed, 2 bad usage.
 `
 
 // clientCommands are the commands runClientCommand handles.
 var clientCommands = map[string]bool{
 	"template": true, "lease": true, "reset": true, "renew": true, "release": true, "status": true,
 }
+
+// clientCommandNames lists them in the order of the usage text.
+var clientCommandNames = []string{"template", "lease", "reset", "renew", "release", "status"}
+
+// connEnv are the connection flags of the client commands and the
+// environment variables that set them: the only variables they read.
+var connEnv = map[string]string{"addr": "TESTDBD_ADDR", "token": "TESTDBD_TOKEN", "tls-ca": "TESTDBD_TLS_CA"}
 
 // usageError is a mistake in the command line (exit status 2).
 type usageError struct{ msg string }
@@ -55,36 +67,39 @@ func (e usageError) Error() string { return e.msg }
 
 // cli is one client command being run.
 type cli struct {
-	name    string // e.g. "template ensure"
-	args    string // its positional arguments for the usage line, e.g. "LEASE_ID "
-	fs      *flag.FlagSet
-	formats []string // the --format values allowed; the first is the default
-	addr    string
-	token   string
-	format  string
-	stdout  io.Writer
-	stderr  io.Writer
+	name     string // e.g. "template ensure"
+	synopsis string // what follows the name in the usage line, e.g. "LEASE_ID [flags]"
+	about    string // what the command does, for -h
+	fs       *flag.FlagSet
+	formats  []string // the --format values allowed; the first is the default
+	addr     string
+	token    string
+	tlsCA    string
+	format   string
+	stdout   io.Writer
+	stderr   io.Writer
 }
 
-// newCLI starts a command whose arguments are args (e.g. "LEASE_ID") and
-// whose --format takes formats, the first being the default.
-func newCLI(name, args string, stdout, stderr io.Writer, formats ...string) *cli {
-	c := &cli{name: name, args: args, formats: formats, stdout: stdout, stderr: stderr}
+// newCLI starts a command whose usage line is "testdbd <name> <synopsis>"
+// and whose --format takes formats, the first being the default.
+func newCLI(name, synopsis string, stdout, stderr io.Writer, formats ...string) *cli {
+	c := &cli{name: name, synopsis: synopsis, formats: formats, stdout: stdout, stderr: stderr}
 	c.fs = flag.NewFlagSet(name, flag.ContinueOnError)
 	// Mistakes are reported once, by runClientCommand; -h prints the usage.
 	c.fs.SetOutput(io.Discard)
 	c.fs.Usage = func() {}
-	c.fs.StringVar(&c.addr, "addr", client.DefaultAddr, "the daemon's REST address (host:port, http://host:port or https://host:port)")
-	c.fs.StringVar(&c.token, "token", "", "bearer token, for a daemon started with --token")
+	c.fs.StringVar(&c.addr, "addr", client.DefaultAddr, "the daemon's REST address: host:port, http://host:port or https://host:port")
+	c.fs.StringVar(&c.token, "token", "", "bearer token of a daemon that requires one; prefer TESTDBD_TOKEN, since ps shows command lines")
+	c.fs.StringVar(&c.tlsCA, "tls-ca", "", "PEM file of the CA certificate that signed the daemon's TLS certificate; an address without a scheme then means https://")
 	if len(formats) > 0 {
-		c.fs.StringVar(&c.format, "format", formats[0], "output: "+strings.Join(formats, ", "))
+		c.fs.StringVar(&c.format, "format", formats[0], "what to print: "+strings.Join(formats, ", "))
 	}
 	return c
 }
 
 // parse parses flags given before, between and after the positional
-// arguments, then the TESTDBD_<NAME> environment, and checks the number of
-// positional arguments and the format.
+// arguments, then the connection settings from the environment, and checks
+// the number of positional arguments and the format.
 func (c *cli) parse(args []string, positional ...string) ([]string, error) {
 	var pos []string
 	for {
@@ -93,11 +108,7 @@ func (c *cli) parse(args []string, positional ...string) ([]string, error) {
 				c.usage()
 				return nil, err
 			}
-			msg := err.Error()
-			if strings.Contains(msg, "parse error") {
-				msg += ": durations look like 90s, 10m or 1h"
-			}
-			return nil, usageError{msg}
+			return nil, usageError{flagError(c.fs, err)}
 		}
 		args = c.fs.Args()
 		if len(args) == 0 {
@@ -105,8 +116,14 @@ func (c *cli) parse(args []string, positional ...string) ([]string, error) {
 		}
 		pos, args = append(pos, args[0]), args[1:]
 	}
-	if err := parseFlags(c.fs, nil); err != nil { // the environment
-		return nil, usageError{err.Error()}
+	set := map[string]bool{}
+	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, env := range connEnv {
+		if v, ok := os.LookupEnv(env); ok && !set[name] {
+			if err := c.fs.Set(name, v); err != nil {
+				return nil, usageError{fmt.Sprintf("%s=%q: %v", env, v, err)}
+			}
+		}
 	}
 	switch {
 	case len(pos) < len(positional):
@@ -120,17 +137,30 @@ func (c *cli) parse(args []string, positional ...string) ([]string, error) {
 	return pos, nil
 }
 
-// usage prints the command's synopsis and flags.
+// usage prints the command's synopsis, what it does, its flags and the
+// environment it reads, on stdout.
 func (c *cli) usage() {
-	fmt.Fprintf(c.stderr, "usage: testdbd %s %s[flags]\n\nflags (each also settable as TESTDBD_<NAME>):\n", c.name, c.args)
-	c.fs.SetOutput(c.stderr)
-	c.fs.PrintDefaults()
-	c.fs.SetOutput(io.Discard)
+	w := c.stdout
+	fmt.Fprintf(w, "usage: testdbd %s %s\n", c.name, c.synopsis)
+	if c.about != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.about))
+	}
+	fmt.Fprintln(w, "\nFlags:")
+	printFlags(w, c.fs, nil, func(name string) bool { return connEnv[name] == "" })
+	fmt.Fprintln(w, "\nConnection (each also read from the environment variable shown; a flag wins):")
+	printFlags(w, c.fs, func(name string) string { return connEnv[name] }, func(name string) bool { return connEnv[name] != "" })
 }
 
 func (c *cli) client() (*client.Client, error) {
-	cl, err := client.New(c.addr, client.WithToken(c.token))
+	opts := []client.Option{client.WithToken(c.token)}
+	if c.tlsCA != "" {
+		opts = append(opts, client.WithCAFile(c.tlsCA))
+	}
+	cl, err := client.New(c.addr, opts...)
 	if err != nil {
+		if strings.Contains(err.Error(), "CA certificate") {
+			return nil, usageError{"--tls-ca: " + err.Error()}
+		}
 		return nil, usageError{"--addr: " + err.Error()}
 	}
 	return cl, nil
@@ -146,7 +176,8 @@ func (c *cli) printJSON(v any) error {
 }
 
 // runClientCommand runs a client command and returns the exit status.
-// Errors are printed as the daemon wrote them, without Go's wrapping.
+// Errors are printed as the daemon wrote them, without Go's wrapping, and
+// with the way to fix them named in this command line's terms.
 func runClientCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -177,25 +208,79 @@ func runClientCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// humanError is err as a person wants to read it: the daemon's own
-// message, or what to do when the daemon cannot be reached.
+// humanError is err as a person at a shell wants to read it: the daemon's
+// own message with the fix named as a command line, or what to do when
+// the daemon cannot be reached.
 func humanError(err error) string {
 	var unreachable *client.UnreachableError
 	var apiErr *client.Error
+	var unknownCA x509.UnknownAuthorityError
 	switch {
+	case errors.As(err, &unreachable) && errors.As(err, &unknownCA):
+		return fmt.Sprintf("cannot reach the testdbd daemon at %s: its TLS certificate is signed by an authority this machine does not trust: "+
+			"give the CA certificate that signed it with --tls-ca or TESTDBD_TLS_CA", unreachable.Addr)
 	case errors.As(err, &unreachable):
-		return unreachable.Error() + " with --addr or TESTDBD_ADDR"
+		msg := unreachable.Error()
+		if strings.HasSuffix(msg, "give its REST address") {
+			msg += " with --addr or TESTDBD_ADDR"
+		}
+		return msg
 	case errors.As(err, &apiErr) && apiErr.Code == client.CodeUnauthenticated:
-		return "the daemon wants a bearer token: pass --token or set TESTDBD_TOKEN to the token it was started with"
+		return "the daemon wants a bearer token: set TESTDBD_TOKEN (or pass --token) to the token it was started with"
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
 	case errors.As(err, &apiErr):
-		return apiErr.Message
+		return cliHints(apiErr.Message)
 	}
 	return err.Error()
 }
 
+var (
+	// noTemplate is the daemon's "no template named ..." with its REST hint.
+	noTemplate = regexp.MustCompile(`no template named "([^"]*)": create it with EnsureTemplate \(POST /v1/templates\)`)
+	// restHints are the daemon's ways of fixing things in REST terms, and
+	// the same in this command line's.
+	restHints = strings.NewReplacer(
+		"acquire one with AcquireLease (POST /v1/leases)", "lease one with: testdbd lease --template NAME",
+		"fix the migrations and call EnsureTemplate again", "fix the migrations and run testdbd template ensure again",
+		"wait for EnsureTemplate to return, then acquire", "wait for testdbd template ensure to finish, then lease",
+		"or wait longer (wait_timeout_ms)", "or wait longer (--wait)",
+		"or delete with force (which ends them)", "or delete with testdbd template delete --force (which ends them)",
+		`upload the files in "migrations" for a remote daemon`, "pass --upload to send the files to a daemon on another host",
+		"give migrations_dir (a directory on the daemon's host) instead of uploading the files", "leave out --upload (the daemon then reads --migrations-dir on its own host)",
+		"pool_size ", "--pool-size ",
+		`migrations_dir "`, `--migrations-dir "`,
+	)
+)
+
+// cliHints rewrites the fixes a daemon message names in REST terms
+// (EnsureTemplate, POST /v1/templates, wait_timeout_ms) as this command
+// line's.
+func cliHints(msg string) string {
+	msg = noTemplate.ReplaceAllString(msg, `no template named "$1": create it with: testdbd template ensure --name $1 --migrations-dir DIR`)
+	return restHints.Replace(msg)
+}
+
+const templateUsage = `usage: testdbd template ensure|list|get|delete ...
+
+  testdbd template ensure --name NAME --migrations-dir DIR [--upload] [--seed-file FILE]
+        build a template from goose migrations, or find the one built from the same content
+  testdbd template list
+        the templates, their state and their pools
+  testdbd template get NAME
+        one template
+  testdbd template delete NAME [--force]
+        drop a template and its databases (--force: even while leases are held)
+
+testdbd template SUBCOMMAND -h lists a subcommand's flags. The connection
+settings are read from TESTDBD_ADDR, TESTDBD_TOKEN and TESTDBD_TLS_CA.
+`
+
 func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help") {
+		fmt.Fprint(stdout, templateUsage)
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return usageError{"template needs a subcommand: ensure, list, get or delete"}
 	}
@@ -204,7 +289,8 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case "ensure":
 		return runTemplateEnsure(ctx, args, stdout, stderr)
 	case "list":
-		c := newCLI("template list", "", stdout, stderr, "text", "json")
+		c := newCLI("template list", "[flags]", stdout, stderr, "text", "json")
+		c.about = "Lists the daemon's templates: state, tables, goose version, pool counts, build time, hash."
 		if _, err := c.parse(args); err != nil {
 			return err
 		}
@@ -221,7 +307,11 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return printTemplates(stdout, ts)
 	case "get", "delete":
-		c := newCLI("template "+sub, "NAME ", stdout, stderr, "text", "json")
+		c := newCLI("template "+sub, "NAME [flags]", stdout, stderr, "text", "json")
+		c.about = "Shows one template."
+		if sub == "delete" {
+			c.about = "Drops a template, its worker databases and its pool. Refused while leases of it are held, unless --force."
+		}
 		force := c.fs.Bool("force", false, "delete even while leases are held; those leases end")
 		pos, err := c.parse(args, "NAME")
 		if err != nil {
@@ -256,14 +346,18 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func runTemplateEnsure(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCLI("template ensure", "", stdout, stderr, "text", "json")
+	c := newCLI("template ensure", "--name NAME --migrations-dir DIR [flags]", stdout, stderr, "text", "json")
+	c.about = `Builds a template from a directory of goose SQL migrations (files with
+"-- +goose Up"), or finds the one already built from the same content, and
+waits for the build. Without --upload the daemon reads the directory on its
+own host (the path is made absolute here); with --upload the files are sent.`
 	var req client.EnsureTemplateRequest
 	var dir, seedFile string
 	var upload bool
 	var poolSize int
 	c.fs.StringVar(&req.Name, "name", "", "the template's name (required)")
 	c.fs.StringVar(&dir, "migrations-dir", "", "directory of goose SQL migrations (required)")
-	c.fs.BoolVar(&upload, "upload", false, "send the files with the request instead of the path (for a daemon on another host)")
+	c.fs.BoolVar(&upload, "upload", false, "send the files with the request instead of the path (for a daemon on another host or in a container)")
 	c.fs.StringVar(&seedFile, "seed-file", "", "SQL file run after the migrations")
 	c.fs.StringVar(&req.Engine, "engine", "", "build on this engine: mariadb or mysql (default any)")
 	c.fs.IntVar(&poolSize, "pool-size", 0, "ready databases to keep for the template (default the daemon's --pool-size)")
@@ -302,9 +396,6 @@ func runTemplateEnsure(ctx context.Context, args []string, stdout, stderr io.Wri
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	t, err := cl.EnsureTemplate(ctx, req)
-	if err != nil && !upload && client.ErrorCode(err) == client.CodeInvalidArgument && strings.Contains(err.Error(), "migrations_dir") {
-		return fmt.Errorf("%s; with this command: --upload", humanError(err))
-	}
 	if err != nil {
 		return err
 	}
@@ -322,14 +413,20 @@ func runTemplateEnsure(ctx context.Context, args []string, stdout, stderr io.Wri
 }
 
 func runLease(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCLI("lease", "", stdout, stderr, "json", "env", "dsn", "url")
-	var template, strategy, worker string
+	c := newCLI("lease", "--template NAME [flags]", stdout, stderr, "json", "env", "dsn", "url")
+	c.about = `Leases a database of a template: its own MySQL user and password, until
+it is released or its time to live runs out. --format env prints shell
+exports (DB_HOST, DB_PORT, DB_DATABASE, DB_USERNAME, DB_PASSWORD,
+DATABASE_URL, TESTDBD_LEASE_ID, ...) for eval "$(testdbd lease ...)";
+--format dsn and url print one line, and the lease's id on stderr.`
+	var template, strategy, worker, idFile string
 	var ttl, wait time.Duration
 	c.fs.StringVar(&template, "template", "", "the template to lease from (required)")
 	c.fs.StringVar(&strategy, "strategy", "", "reset strategy: truncate, snapshot or rollback (default the daemon's)")
 	c.fs.DurationVar(&ttl, "ttl", 0, "time to live, e.g. 10m (default the daemon's --lease-ttl)")
 	c.fs.StringVar(&worker, "worker", "", "sticky key: the same worker gets its previous database back when it can")
 	c.fs.DurationVar(&wait, "wait", 0, "how long to wait for a free database, e.g. 30s (default the daemon's --wait-timeout)")
+	c.fs.StringVar(&idFile, "id-file", "", "also write the lease's id to this file, for testdbd release \"$(cat FILE)\"")
 	if _, err := c.parse(args); err != nil {
 		return err
 	}
@@ -354,6 +451,21 @@ func runLease(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	})
 	if err != nil {
 		return err
+	}
+	if idFile != "" {
+		if err := os.WriteFile(idFile, []byte(l.ID+"\n"), 0o600); err != nil {
+			// Not leaked: give it back before failing.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			_, _ = cl.ReleaseLease(rctx, l.ID)
+			return fmt.Errorf("--id-file: %w (the lease was released)", err)
+		}
+	}
+	switch c.format {
+	case "dsn", "url":
+		// stdout is the DSN alone, for $(...); the id goes to stderr.
+		fmt.Fprintf(stderr, "testdbd: leased %s (database %s until %s); give it back with: testdbd release %s\n",
+			l.ID, l.Database, l.ExpiresAt.Local().Format(time.TimeOnly), l.ID)
 	}
 	switch c.format {
 	case "env":
@@ -402,7 +514,10 @@ func shellQuote(s string) string {
 }
 
 func runReset(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCLI("reset", "LEASE_ID ", stdout, stderr, "text", "json")
+	c := newCLI("reset", "LEASE_ID [flags]", stdout, stderr, "text", "json")
+	c.about = `Resets the lease's database to its template now and prints what the reset
+did: the tables it restored, how long it took, and why it did more than
+asked when it did. The lease's open connections are ended; reconnect.`
 	strategy := c.fs.String("strategy", "", "run this strategy instead of the lease's own: truncate, snapshot or rollback")
 	pos, err := c.parse(args, "LEASE_ID")
 	if err != nil {
@@ -440,8 +555,9 @@ func runReset(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func runRenew(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCLI("renew", "LEASE_ID ", stdout, stderr, "text", "json")
-	ttl := c.fs.Duration("ttl", 0, "new time to live from now (default the lease's own TTL)")
+	c := newCLI("renew", "LEASE_ID [flags]", stdout, stderr, "text", "json")
+	c.about = "Extends a lease's time to live, from now."
+	ttl := c.fs.Duration("ttl", 0, "new time to live from now, e.g. 30m (default the lease's own TTL)")
 	pos, err := c.parse(args, "LEASE_ID")
 	if err != nil {
 		return err
@@ -464,7 +580,10 @@ func runRenew(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCLI("release", "LEASE_ID ", stdout, stderr, "text", "json")
+	c := newCLI("release", "LEASE_ID [flags]", stdout, stderr, "text", "json")
+	c.about = `Gives a lease back. Its MySQL user is dropped and its sessions are ended
+at once; the daemon resets the database in the background before leasing
+it again. Releasing a released lease is not an error.`
 	pos, err := c.parse(args, "LEASE_ID")
 	if err != nil {
 		return err
@@ -487,7 +606,10 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCLI("status", "", stdout, stderr, "text", "json")
+	c := newCLI("status", "[flags]", stdout, stderr, "text", "json")
+	c.about = `Shows the daemon's servers (whether their datadir is on tmpfs, whether
+every setting took), templates and pools, active leases, and reset and
+acquire latency percentiles.`
 	if _, err := c.parse(args); err != nil {
 		return err
 	}

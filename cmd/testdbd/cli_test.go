@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/testdbd/testdbd/client"
+	"github.com/testdbd/testdbd/internal/testcert"
 	"github.com/testdbd/testdbd/internal/testenv"
 )
 
@@ -180,11 +182,24 @@ testdbd release "$TESTDBD_LEASE_ID"
 		if r := runCLI(t, ".", env, "release", l.ID); r.code != 0 || !strings.Contains(r.stdout, "released "+l.ID) {
 			t.Errorf("release: %+v", r)
 		}
-		for _, format := range []string{"dsn", "url"} {
-			r := runCLI(t, ".", env, "lease", "--template", "app", "--format", format)
+		for _, format := range []string{"dsn", "url", "json"} {
+			idFile := filepath.Join(t.TempDir(), "lease-id")
+			r := runCLI(t, ".", env, "lease", "--template", "app", "--format", format, "--id-file", idFile)
 			out := strings.TrimSpace(r.stdout)
-			if r.code != 0 || strings.Contains(out, "\n") || (format == "dsn" && !strings.Contains(out, "@tcp(")) || (format == "url" && !strings.HasPrefix(out, "mysql://")) {
+			if r.code != 0 || (format != "json" && strings.Contains(out, "\n")) || (format == "dsn" && !strings.Contains(out, "@tcp(")) || (format == "url" && !strings.HasPrefix(out, "mysql://")) {
 				t.Errorf("--format %s: %+v", format, r)
+			}
+			b, err := os.ReadFile(idFile)
+			id := strings.TrimSpace(string(b))
+			if err != nil || !strings.HasPrefix(id, "l-") {
+				t.Fatalf("--id-file: %q, %v", b, err)
+			}
+			// dsn and url have no room for the id on stdout: it is on stderr.
+			if says := "testdbd release " + id; format != "json" && !strings.Contains(r.stderr, says) {
+				t.Errorf("--format %s: stderr %q does not say %q", format, r.stderr, says)
+			}
+			if r := runCLI(t, ".", env, "release", id); r.code != 0 {
+				t.Errorf("release %s: %+v", id, r)
 			}
 		}
 	})
@@ -197,9 +212,9 @@ testdbd release "$TESTDBD_LEASE_ID"
 			code int
 			says string
 		}{
-			{"unknown template", env, []string{"lease", "--template", "nope"}, 1, `testdbd: no template named "nope": create it with EnsureTemplate`},
-			{"ended lease", env, []string{"reset", "l-0000000000000000"}, 1, `testdbd: no lease "l-0000000000000000"`},
-			{"broken migrations", env, []string{"template", "ensure", "--name", "bad", "--migrations-dir", "/nonexistent"}, 1, "the path is read on the daemon's host"},
+			{"unknown template", env, []string{"lease", "--template", "nope"}, 1, `testdbd: no template named "nope": create it with: testdbd template ensure --name nope --migrations-dir DIR`},
+			{"ended lease", env, []string{"reset", "l-0000000000000000"}, 1, `testdbd: no lease "l-0000000000000000": it never existed or ended long ago: lease one with: testdbd lease --template NAME`},
+			{"broken migrations", env, []string{"template", "ensure", "--name", "bad", "--migrations-dir", "/nonexistent"}, 1, "the path is read on the daemon's host; pass --upload"},
 			{"no daemon", []string{"TESTDBD_ADDR=127.0.0.1:1"}, []string{"status"}, 1, "cannot reach the testdbd daemon at http://127.0.0.1:1 (connection refused)"},
 			{"missing flag", env, []string{"lease"}, 2, "testdbd: lease needs --template"},
 			{"bad strategy", env, []string{"lease", "--template", "app", "--strategy", "fast"}, 2, "use truncate, snapshot or rollback"},
@@ -212,7 +227,7 @@ testdbd release "$TESTDBD_LEASE_ID"
 				if r.code != tc.code || !strings.Contains(r.stderr, tc.says) {
 					t.Errorf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, tc.code, tc.says)
 				}
-				for _, noise := range []string{"rpc error", "Post \"", "Get \"", "dial tcp", "%!"} {
+				for _, noise := range []string{"rpc error", "Post \"", "Get \"", "dial tcp", "%!", "/v1/", "EnsureTemplate", "AcquireLease", "migrations_dir"} {
 					if strings.Contains(r.stderr, noise) {
 						t.Errorf("stderr has Go noise %q: %s", noise, r.stderr)
 					}
@@ -258,7 +273,7 @@ func TestCLIToken(t *testing.T) {
 	d := startDaemon(t, testenv.StateDir(t), "--token", "s3cret")
 	addr := "TESTDBD_ADDR=" + d.httpAddr
 	r := runCLI(t, ".", []string{addr}, "status")
-	if r.code != 1 || !strings.Contains(r.stderr, "pass --token or set TESTDBD_TOKEN") {
+	if r.code != 1 || !strings.Contains(r.stderr, "set TESTDBD_TOKEN (or pass --token)") {
 		t.Errorf("no token: %+v", r)
 	}
 	if r := runCLI(t, ".", []string{addr, "TESTDBD_TOKEN=s3cret"}, "status"); r.code != 0 {
@@ -271,7 +286,8 @@ func TestCLIToken(t *testing.T) {
 
 func TestCLIParsesFlagsAroundArguments(t *testing.T) {
 	t.Setenv("TESTDBD_ADDR", "db.test:8080")
-	t.Setenv("TESTDBD_STRATEGY", "rollback")
+	t.Setenv("TESTDBD_STRATEGY", "rollback") // the daemon's --strategy: not the client's
+	t.Setenv("TESTDBD_FORMAT", "json")
 	for _, args := range [][]string{
 		{"l-1", "--strategy", "truncate"},
 		{"--strategy", "truncate", "l-1"},
@@ -284,14 +300,66 @@ func TestCLIParsesFlagsAroundArguments(t *testing.T) {
 			t.Errorf("%q: pos %q, strategy %q, addr %q, %v", args, pos, *strategy, c.addr, err)
 		}
 	}
-	c := newCLI("reset", "LEASE_ID ", io.Discard, io.Discard)
+	c := newCLI("reset", "LEASE_ID ", io.Discard, io.Discard, "text", "json")
 	strategy := c.fs.String("strategy", "", "")
-	if _, err := c.parse([]string{"l-1"}, "LEASE_ID"); err != nil || *strategy != "rollback" {
-		t.Errorf("TESTDBD_STRATEGY: %q, %v", *strategy, err)
+	if _, err := c.parse([]string{"l-1"}, "LEASE_ID"); err != nil || *strategy != "" || c.format != "text" {
+		t.Errorf("the client commands read TESTDBD_STRATEGY (%q) or TESTDBD_FORMAT (%q), %v; they must read only the connection settings", *strategy, c.format, err)
 	}
 	c = newCLI("reset", "LEASE_ID ", io.Discard, io.Discard)
 	if _, err := c.parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v", err)
+	}
+}
+
+// TestHelp: every command's help is on stdout, exits 0, writes flags as
+// --flag and names the environment variables it reads.
+func TestHelp(t *testing.T) {
+	singleDash := regexp.MustCompile(`(^|[\s(,])-[a-z][a-z-]+`)
+	for _, args := range [][]string{
+		{"-h"}, {"--help"}, {"help"}, {"help", "lease"}, {"help", "template"}, {"serve", "-h"}, {"serve", "--help"},
+		{"template", "-h"}, {"template", "ensure", "-h"}, {"template", "list", "-h"}, {"template", "get", "-h"},
+		{"template", "delete", "--help"}, {"lease", "-h"}, {"reset", "-h"}, {"renew", "-h"}, {"release", "-h"},
+		{"status", "-h"}, {"version", "-h"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(args, &stdout, &stderr)
+			out := stdout.String()
+			if code != 0 || stderr.Len() != 0 || !strings.Contains(out, "usage") && !strings.Contains(out, "Usage") {
+				t.Fatalf("exit %d, stderr %q, stdout %q", code, stderr.String(), out)
+			}
+			if args[0] != "version" && !strings.Contains(out, "TESTDBD_") {
+				t.Errorf("help does not name the environment variables:\n%s", out)
+			}
+			if m := singleDash.FindString(out); m != "" {
+				t.Errorf("help writes a flag as %q; want --flag:\n%s", m, out)
+			}
+		})
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"lease", "--bogus"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "unknown flag --bogus") {
+		t.Errorf("unknown flag: %d %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"serve", "--warm"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--warm needs a value") {
+		t.Errorf("serve --warm: %d %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"lease", "--ttl", "5x"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "durations look like") {
+		t.Errorf("lease --ttl 5x: %d %q", code, stderr.String())
+	}
+}
+
+func TestCLIHints(t *testing.T) {
+	for daemon, want := range map[string]string{
+		`no template named "app": create it with EnsureTemplate (POST /v1/templates)`:       `no template named "app": create it with: testdbd template ensure --name app --migrations-dir DIR`,
+		`no lease "l-1": acquire one with AcquireLease (POST /v1/leases)`:                   `no lease "l-1": lease one with: testdbd lease --template NAME`,
+		`template app failed to build: x; fix the migrations and call EnsureTemplate again`: `template app failed to build: x; fix the migrations and run testdbd template ensure again`,
+		`pool_size 99: use 0 (the default, 2) up to --max-databases=64`:                     `--pool-size 99: use 0 (the default, 2) up to --max-databases=64`,
+	} {
+		if got := cliHints(daemon); got != want {
+			t.Errorf("cliHints(%q)\n = %q\nwant %q", daemon, got, want)
+		}
 	}
 }
 
@@ -382,4 +450,40 @@ func shellUnquote(w string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// TestCLITLS runs the client commands against a daemon serving TLS with a
+// self-signed certificate, and a token, both from the environment.
+func TestCLITLS(t *testing.T) {
+	cert := testcert.Write(t)
+	t.Setenv("TESTDBD_TOKEN", "s3cret") // the daemon's and the CLI's
+	d := startDaemon(t, testenv.StateDir(t), "--tls-cert", cert.Cert, "--tls-key", cert.Key)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		code int
+		says string
+	}{
+		{"https with the CA", []string{"TESTDBD_ADDR=https://" + d.httpAddr, "TESTDBD_TLS_CA=" + cert.Cert}, 0, "INSTANCES"},
+		{"the CA makes https the default", []string{"TESTDBD_ADDR=" + d.httpAddr, "TESTDBD_TLS_CA=" + cert.Cert}, 0, "INSTANCES"},
+		{"no CA", []string{"TESTDBD_ADDR=https://" + d.httpAddr}, 1, "give the CA certificate that signed it with --tls-ca or TESTDBD_TLS_CA"},
+		{"plain http", []string{"TESTDBD_ADDR=http://" + d.httpAddr}, 1, "serves HTTPS: give its address as https://" + d.httpAddr},
+		{"a CA file that is not one", []string{"TESTDBD_ADDR=" + d.httpAddr, "TESTDBD_TLS_CA=" + cert.Key}, 2, "--tls-ca"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, ".", tc.env, "status")
+			out := r.stdout + r.stderr
+			if r.code != tc.code || !strings.Contains(out, tc.says) {
+				t.Errorf("exit %d, want %d; output lacks %q:\n%s", r.code, tc.code, tc.says, out)
+			}
+		})
+	}
+}
+
+// TestServeRefusesExposedAddressWithoutToken: before starting anything.
+func TestServeRefusesExposedAddressWithoutToken(t *testing.T) {
+	r := runCLI(t, ".", []string{"TESTDBD_TOKEN="}, "serve", "--state-dir", testenv.StateDir(t), "--http-addr", "0.0.0.0:0", "--grpc-addr", "127.0.0.1:0")
+	if r.code != 1 || !strings.Contains(r.stderr, "--insecure") || !strings.Contains(r.stderr, "TESTDBD_TOKEN") {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
 }

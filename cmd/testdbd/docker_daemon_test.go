@@ -52,13 +52,13 @@ func removeContainersAtEnd(t *testing.T, stateDir string) {
 }
 
 type dockerInstanceJSON struct {
-	ID             string `json:"id"`
-	Provider       string `json:"provider"`
-	ContainerID    string `json:"container_id"`
-	Image          string `json:"image"`
-	DatadirOnTmpfs bool   `json:"datadir_on_tmpfs"`
-	MemoryBytes    string `json:"memory_bytes"` // int64 is a string in proto JSON
-	State          string `json:"state"`
+	ID             string      `json:"id"`
+	Provider       string      `json:"provider"`
+	ContainerID    string      `json:"container_id"`
+	Image          string      `json:"image"`
+	DatadirOnTmpfs bool        `json:"datadir_on_tmpfs"`
+	MemoryBytes    json.Number `json:"memory_bytes"`
+	State          string      `json:"state"`
 	Settings       []struct {
 		Name string `json:"name"`
 		OK   bool   `json:"ok"`
@@ -93,7 +93,7 @@ func TestDockerDaemonServesAndStopsCleanly(t *testing.T) {
 	}
 	in := insts[0]
 	if in.Provider != "docker" || in.Image != docker.DefaultImage || in.ContainerID == "" ||
-		!in.DatadirOnTmpfs || in.State != "running" || in.MemoryBytes == "0" || len(in.Settings) == 0 {
+		!in.DatadirOnTmpfs || in.State != "running" || in.MemoryBytes.String() == "0" || len(in.Settings) == 0 {
 		t.Errorf("instance: %+v", in)
 	}
 	for _, s := range in.Settings {

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -35,6 +39,36 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	return err
+}
+
+const serveUsage = `usage: testdbd serve [flags]
+
+Runs the daemon: it starts MySQL or MariaDB servers with their data on
+tmpfs, builds templates, keeps pools of databases ready and leases them,
+serving a REST API (--http-addr) and a gRPC API (--grpc-addr) until
+SIGTERM or SIGINT, which stop every server it started.
+
+Flags (each also read from the environment variable named after it; a flag
+on the command line wins):
+`
+
+// parseServeFlags parses `testdbd serve`'s flags and environment; -h
+// prints the usage on stdout.
+func parseServeFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := parseFlags(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, serveUsage)
+		printFlags(stdout, fs, envName, nil)
+		return err
+	case err != nil:
+		return usageError{flagError(fs, err)}
+	case fs.NArg() > 0:
+		return usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Arg(0))}
+	}
+	return nil
 }
 
 // byteSize is a flag value holding a size such as 512M, 4G or 1073741824.
@@ -82,4 +116,86 @@ func formatBytes(n int64) string {
 		return fmt.Sprintf("%dM", n>>20)
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// printFlags writes fs's flags in --name form, two lines each: the flag
+// with its value's placeholder (and the environment variable that sets it,
+// when env names one), then what it does and its default.
+func printFlags(w io.Writer, fs *flag.FlagSet, env func(name string) string, only func(name string) bool) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if only != nil && !only(f.Name) {
+			return
+		}
+		placeholder, usage := flag.UnquoteUsage(f)
+		switch {
+		case isBool(f):
+			placeholder = ""
+		case placeholder == "duration":
+			placeholder = "DURATION"
+		case placeholder == "int":
+			placeholder = "N"
+		case placeholders[f.Name] != "":
+			placeholder = placeholders[f.Name]
+		default:
+			placeholder = strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		}
+		line := "  --" + f.Name
+		if placeholder != "" {
+			line += " " + placeholder
+		}
+		if env != nil {
+			if e := env(f.Name); e != "" {
+				line += "   (" + e + ")"
+			}
+		}
+		fmt.Fprintln(w, line)
+		if d := f.DefValue; d != "" && d != "0" && d != "false" && d != "0s" {
+			usage += " (default " + d + ")"
+		}
+		fmt.Fprintln(w, "        "+usage)
+	})
+}
+
+// placeholders name the values of flags whose name does not say it.
+var placeholders = map[string]string{
+	"tls-ca": "FILE", "tls-cert": "FILE", "tls-key": "FILE", "id-file": "FILE", "seed-file": "FILE",
+	"migrations-dir": "DIR", "state-dir": "DIR", "datadir-root": "DIR", "mysqld": "PATH",
+	"http-addr": "ADDR", "grpc-addr": "ADDR", "memory-budget": "SIZE", "tmpfs-size": "SIZE", "buffer-pool": "SIZE",
+	"worker": "KEY",
+}
+
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+var (
+	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	needsValue    = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+	flagInText    = regexp.MustCompile(`(^|[ (])-([a-z][a-z0-9-]*)`)
+	invalidValue  = regexp.MustCompile(`for --([a-z0-9-]+):`)
+)
+
+// flagError rewrites the flag package's messages in --flag style, with a
+// hint for durations.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+		return "unknown flag --" + m[1]
+	}
+	if m := needsValue.FindStringSubmatch(msg); m != nil {
+		return "--" + m[1] + " needs a value"
+	}
+	msg = strings.Replace(msg, "for flag -", "for --", 1)
+	msg = flagInText.ReplaceAllString(msg, "$1--$2")
+	if m := invalidValue.FindStringSubmatch(msg); m != nil {
+		if f := fs.Lookup(m[1]); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				if _, isDuration := g.Get().(time.Duration); isDuration {
+					msg += ": durations look like 90s, 10m or 1h"
+				}
+			}
+		}
+	}
+	return msg
 }

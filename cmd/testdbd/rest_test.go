@@ -104,7 +104,7 @@ func TestRESTFlow(t *testing.T) {
 		Resets []struct {
 			Strategy string
 			Latency  struct {
-				Count  string
+				Count  int
 				P50Ms  float64 `json:"p50_ms"`
 				MaxMs  float64 `json:"max_ms"`
 				MeanMs float64 `json:"mean_ms"`
@@ -112,7 +112,7 @@ func TestRESTFlow(t *testing.T) {
 		}
 	}
 	d.call(t, "GET", "/v1/stats", "", &stats)
-	if len(stats.Resets) != 3 || stats.Resets[0].Strategy != "STRATEGY_TRUNCATE" || stats.Resets[0].Latency.Count != "1" {
+	if len(stats.Resets) != 3 || stats.Resets[0].Strategy != "STRATEGY_TRUNCATE" || stats.Resets[0].Latency.Count != 1 {
 		t.Errorf("stats: %+v", stats)
 	}
 	resp, _ := http.Get("http://" + d.httpAddr + "/metrics")

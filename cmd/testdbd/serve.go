@@ -38,6 +38,9 @@ type serveConfig struct {
 	MaxDBsPerInstance int
 	MemoryBudget      byteSize
 	Token             string
+	Insecure          bool
+	TLSCert           string
+	TLSKey            string
 	Mysqld            string
 	Image             string
 	AllowDisk         bool
@@ -63,6 +66,7 @@ type serveConfig struct {
 	LogFormat         string
 	LogLevel          string
 	ShutdownTimeout   time.Duration
+	Reach             reachConfig
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -77,7 +81,10 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.MaxDBsPerInstance, "max-databases-per-instance", 32, "most worker databases on one server")
 	cfg.MemoryBudget = 8 << 30
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "most memory for servers and their tmpfs datadirs (e.g. 4G)")
-	fs.StringVar(&cfg.Token, "token", "", "require 'Authorization: Bearer <token>' on every call except /healthz")
+	fs.StringVar(&cfg.Token, "token", "", "require 'Authorization: Bearer <token>' on every call except /healthz; prefer TESTDBD_TOKEN, since ps shows flags")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "serve on an address other hosts can reach without a token (refused otherwise)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain): serve REST as HTTPS and gRPC with TLS; needs --tls-key")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.Mysqld, "mysqld", "", "server binary (mariadbd or mysqld); default: search PATH and /usr/sbin")
 	fs.StringVar(&cfg.Image, "image", docker.DefaultImage, "server image for --provider docker, present locally (make image builds the default)")
 	fs.BoolVar(&cfg.AllowDisk, "allow-disk", false, "accept datadirs that are not on tmpfs (benchmark baselines)")
@@ -106,6 +113,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for calls in flight")
+	reachFlags(fs, &cfg.Reach)
 	return fs
 }
 
@@ -138,9 +146,9 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 }
 
 // runServe is `testdbd serve`: it runs the daemon until SIGTERM or SIGINT.
-func runServe(args []string, stderr io.Writer) error {
+func runServe(args []string, stdout, stderr io.Writer) error {
 	var cfg serveConfig
-	if err := parseFlags(serveFlags(&cfg), args); err != nil {
+	if err := parseServeFlags(serveFlags(&cfg), args, stdout); err != nil {
 		return err
 	}
 	log, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
@@ -182,6 +190,13 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	if cfg.Warm > cfg.MaxInstances {
 		return nil, fmt.Errorf("--warm=%d exceeds --max-instances=%d: raise --max-instances or lower --warm", cfg.Warm, cfg.MaxInstances)
 	}
+	apiConfig := server.Config{
+		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Logger: log,
+		Insecure: cfg.Insecure, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
+	}
+	if err := apiConfig.Check(); err != nil {
+		return nil, err
+	}
 	d := &daemon{log: log}
 	defer func() {
 		if err != nil {
@@ -191,6 +206,11 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	if d.provider, err = openProvider(ctx, cfg, log); err != nil {
 		return nil, err
 	}
+	reaching, err := reachProvider(d.provider, cfg.Reach, cfg.MaxInstances)
+	if err != nil {
+		return nil, err // d.Close closes the provider
+	}
+	d.provider = reaching
 	log.Info("provider ready", "provider", d.provider.Name(), "engine", d.provider.Engine().String())
 	settings := instance.DefaultConfig
 	settings.BufferPoolBytes = int64(cfg.BufferPool)
@@ -242,9 +262,8 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	manager.Open()
 	d.manager = manager
 	svc := &server.Service{Manager: manager, DefaultStrategy: strategy}
-	d.server = server.New(server.Config{
-		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Registry: reg, Logger: log,
-	}, svc)
+	apiConfig.Registry = reg
+	d.server = server.New(apiConfig, svc)
 	if err := d.server.Open(ctx); err != nil {
 		d.server = nil
 		return nil, err

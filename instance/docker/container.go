@@ -14,7 +14,6 @@ import (
 	mount "github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
-	"golang.org/x/sys/unix"
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
@@ -441,20 +440,6 @@ func (s *Container) exited(ctx context.Context, how string) {
 		return fmt.Errorf("server container %s %s unexpectedly; %s; it says: %s",
 			shortID(s.containerID), how, kept, instance.Explain(log))
 	})
-}
-
-// datadirBytes returns the bytes used on the container's tmpfs datadir, seen
-// through /proc/<pid>/root when the daemon shares the engine's host and may
-// look there (as root); 0 otherwise.
-func datadirBytes(pid int) int64 {
-	if pid <= 0 {
-		return 0
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(fmt.Sprintf("/proc/%d/root%s", pid, Datadir), &st); err != nil || st.Type != unix.TMPFS_MAGIC {
-		return 0
-	}
-	return int64(st.Blocks-st.Bfree) * st.Bsize
 }
 
 // tmpfsAt reports whether the inspect data shows a tmpfs mount at path.

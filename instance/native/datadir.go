@@ -1,3 +1,5 @@
+//go:build linux
+
 package native
 
 import (
@@ -307,12 +309,19 @@ func (p *Provider) initPristine(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(cache, 0o700); err != nil {
 		return "", err
 	}
-	work, err := os.MkdirTemp(p.runBase, "init-")
+	// The initialization runs where servers run: under DatadirRoot when
+	// set (a container without the right to mount gives one), else on a
+	// tmpfs mount of its own as root.
+	base, mount := p.runBase, isRoot()
+	if p.cfg.DatadirRoot != "" {
+		base, mount = p.cfg.DatadirRoot, false
+	}
+	work, err := os.MkdirTemp(base, "init-")
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = removeScratch(work) }()
-	if isRoot() {
+	if mount {
 		if err := p.mountTmpfs(work, p.cfg.TmpfsBytes); err != nil {
 			return "", err
 		}

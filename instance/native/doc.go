@@ -20,5 +20,6 @@
 // behind under the same state directory.
 //
 // It imports instance and the root package, and golang.org/x/sys/unix for
-// mounts; it builds on Linux only.
+// mounts. Its servers run on Linux only: elsewhere (provider_other.go) New
+// and FindBinary fail, saying to use --provider docker.
 package native

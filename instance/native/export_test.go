@@ -1,3 +1,5 @@
+//go:build linux
+
 package native
 
 // Abandon releases the state directory without stopping any server, as a

@@ -1,6 +1,9 @@
+//go:build linux
+
 package native
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,9 +101,12 @@ func (p *Provider) Start(ctx context.Context, opts testdbd.StartOptions) (testdb
 
 // launch starts the process and waits until it accepts connections.
 func (s *Process) launch(ctx context.Context, opts testdbd.StartOptions) error {
-	port, err := instance.FreePort()
-	if err != nil {
-		return err
+	port := opts.Port
+	if port == 0 {
+		var err error
+		if port, err = instance.FreePort(); err != nil {
+			return err
+		}
 	}
 	s.port = port
 	_ = os.Remove(s.socket)
@@ -110,7 +116,7 @@ func (s *Process) launch(ctx context.Context, opts testdbd.StartOptions) error {
 		"--tmpdir=" + filepath.Join(s.rec.Root, "tmp"),
 		"--socket=" + s.socket,
 		"--port=" + strconv.Itoa(port),
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + cmp.Or(opts.BindAddress, "127.0.0.1"),
 		"--pid-file=" + filepath.Join(s.rec.Root, "mysqld.pid"),
 		"--log-error=" + s.errorLog(),
 	}

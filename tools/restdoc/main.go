@@ -247,19 +247,29 @@ gRPC on ` + "`127.0.0.1:9090`" + `. The two are the same service; the REST handl
 it in-process. ` + "`GET /openapi.json`" + ` serves the OpenAPI (Swagger 2.0) document.
 
 **JSON.** Field names are the proto names (snake_case). Every field is
-present in responses, set or not (empty strings, zeros, ` + "`[]`" + `). 64-bit
-integers are JSON strings (` + "`\"resets\": \"2\"`" + `); requests may send them as
-numbers or strings. Enums are their names (` + "`\"STRATEGY_SNAPSHOT\"`" + `). Times
+present in responses, set or not (empty strings, zeros, ` + "`[]`" + `). Counts and
+byte sizes are JSON numbers (` + "`\"resets\": 2`" + `); the 64-bit integers that may
+exceed 2^53, the largest integer a JSON number holds exactly everywhere
+(the goose ` + "`version`" + `, the events' ` + "`seq`" + `), are JSON strings
+(` + "`\"version\": \"3\"`" + `), as protojson writes them; requests may send them as
+numbers or strings. Daemons before this one wrote every 64-bit count as a
+string; the Go, Python and PHP clients read both. Enums are their names (` + "`\"STRATEGY_SNAPSHOT\"`" + `). Times
 are RFC 3339 strings, or ` + "`null`" + ` when unset; durations in reports are
 milliseconds as floating-point numbers with microsecond precision.
 Single-resource calls (a template, a lease, a reset report) answer with the
 resource itself; list calls answer with an object holding the list
 (` + "`{\"leases\": [...]}`" + `).
 
-**Authentication.** A daemon started with ` + "`--token`" + ` wants
-` + "`Authorization: Bearer <token>`" + ` on every call except ` + "`/healthz`" + ` and the
-dashboard's files (` + "`/`" + `, ` + "`/ui/`" + `); without it the answer is 401 with code 16
-(Unauthenticated).
+**Authentication.** A daemon started with a token (` + "`TESTDBD_TOKEN`" + ` or
+` + "`--token`" + `) wants ` + "`Authorization: Bearer <token>`" + ` (the scheme in any case) on
+every call except ` + "`/healthz`" + ` and the dashboard's files (` + "`/`" + `, ` + "`/ui/`" + `); without
+it the answer is 401 with code 16 (Unauthenticated). A daemon started with
+` + "`--tls-cert`" + ` and ` + "`--tls-key`" + ` serves this API as HTTPS.
+
+**Request bodies** are read whole before the call: more than 64 MiB is
+answered 413 (code 8, ResourceExhausted), a body that stops arriving for
+10 s 408 (code 4, DeadlineExceeded); at most four requests with bodies over
+1 MiB are served at once, and others wait their turn.
 
 **Errors** are JSON ([Status](#status)) with the gRPC status code and a
 message that says what went wrong and what to do:

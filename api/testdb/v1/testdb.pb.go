@@ -983,7 +983,7 @@ type AcquireLeaseRequest struct {
 	// A sticky key: the same worker gets its previous database back when it can.
 	Worker string `protobuf:"bytes,4,opt,name=worker,proto3" json:"worker,omitempty"`
 	// How long to wait for a free database; 0 means the daemon's default.
-	WaitTimeoutMs int64 `protobuf:"varint,5,opt,name=wait_timeout_ms,json=waitTimeoutMs,proto3" json:"wait_timeout_ms,omitempty"`
+	WaitTimeoutMs int32 `protobuf:"varint,5,opt,name=wait_timeout_ms,json=waitTimeoutMs,proto3" json:"wait_timeout_ms,omitempty"`
 	// The most connections the lease may have open at once; 0 means the
 	// daemon's default (--lease-connections), at most --max-lease-connections.
 	MaxConnections int32 `protobuf:"varint,6,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
@@ -1049,7 +1049,7 @@ func (x *AcquireLeaseRequest) GetWorker() string {
 	return ""
 }
 
-func (x *AcquireLeaseRequest) GetWaitTimeoutMs() int64 {
+func (x *AcquireLeaseRequest) GetWaitTimeoutMs() int32 {
 	if x != nil {
 		return x.WaitTimeoutMs
 	}
@@ -1591,7 +1591,7 @@ type Lease struct {
 	AcquiredAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=acquired_at,json=acquiredAt,proto3" json:"acquired_at,omitempty"`
 	TtlSeconds int32                  `protobuf:"varint,17,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
 	// Resets run during this lease.
-	Resets int64 `protobuf:"varint,18,opt,name=resets,proto3" json:"resets,omitempty"`
+	Resets int32 `protobuf:"varint,18,opt,name=resets,proto3" json:"resets,omitempty"`
 	// The template's content hash.
 	TemplateHash string `protobuf:"bytes,19,opt,name=template_hash,json=templateHash,proto3" json:"template_hash,omitempty"`
 	// The most connections the lease's account may have open at once.
@@ -1752,7 +1752,7 @@ func (x *Lease) GetTtlSeconds() int32 {
 	return 0
 }
 
-func (x *Lease) GetResets() int64 {
+func (x *Lease) GetResets() int32 {
 	if x != nil {
 		return x.Resets
 	}
@@ -2090,7 +2090,7 @@ type Instance struct {
 	Datadir        string `protobuf:"bytes,7,opt,name=datadir,proto3" json:"datadir,omitempty"`
 	DatadirOnTmpfs bool   `protobuf:"varint,8,opt,name=datadir_on_tmpfs,json=datadirOnTmpfs,proto3" json:"datadir_on_tmpfs,omitempty"`
 	// Resident memory of the server process (or container).
-	MemoryBytes int64 `protobuf:"varint,9,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	MemoryBytes float64 `protobuf:"fixed64,9,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
 	// Worker and template databases on this server.
 	Databases int32 `protobuf:"varint,10,opt,name=databases,proto3" json:"databases,omitempty"`
 	// "starting", "running", "failed" or "stopped".
@@ -2105,7 +2105,7 @@ type Instance struct {
 	Image       string `protobuf:"bytes,16,opt,name=image,proto3" json:"image,omitempty"`
 	ContainerId string `protobuf:"bytes,17,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
 	// Bytes used on the datadir's filesystem.
-	DatadirBytes int64 `protobuf:"varint,18,opt,name=datadir_bytes,json=datadirBytes,proto3" json:"datadir_bytes,omitempty"`
+	DatadirBytes float64 `protobuf:"fixed64,18,opt,name=datadir_bytes,json=datadirBytes,proto3" json:"datadir_bytes,omitempty"`
 	// Why the instance failed, if it did.
 	Error     string                 `protobuf:"bytes,19,opt,name=error,proto3" json:"error,omitempty"`
 	StartedAt *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
@@ -2113,7 +2113,7 @@ type Instance struct {
 	SettingsMismatched []string `protobuf:"bytes,21,rep,name=settings_mismatched,json=settingsMismatched,proto3" json:"settings_mismatched,omitempty"`
 	// The size of the filesystem holding the datadir (its tmpfs), in bytes;
 	// 0 when the daemon cannot see it.
-	DatadirSizeBytes int64 `protobuf:"varint,22,opt,name=datadir_size_bytes,json=datadirSizeBytes,proto3" json:"datadir_size_bytes,omitempty"`
+	DatadirSizeBytes float64 `protobuf:"fixed64,22,opt,name=datadir_size_bytes,json=datadirSizeBytes,proto3" json:"datadir_size_bytes,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -2204,7 +2204,7 @@ func (x *Instance) GetDatadirOnTmpfs() bool {
 	return false
 }
 
-func (x *Instance) GetMemoryBytes() int64 {
+func (x *Instance) GetMemoryBytes() float64 {
 	if x != nil {
 		return x.MemoryBytes
 	}
@@ -2267,7 +2267,7 @@ func (x *Instance) GetContainerId() string {
 	return ""
 }
 
-func (x *Instance) GetDatadirBytes() int64 {
+func (x *Instance) GetDatadirBytes() float64 {
 	if x != nil {
 		return x.DatadirBytes
 	}
@@ -2295,7 +2295,7 @@ func (x *Instance) GetSettingsMismatched() []string {
 	return nil
 }
 
-func (x *Instance) GetDatadirSizeBytes() int64 {
+func (x *Instance) GetDatadirSizeBytes() float64 {
 	if x != nil {
 		return x.DatadirSizeBytes
 	}
@@ -2414,10 +2414,10 @@ type GetStatsResponse struct {
 	Acquire *LatencyStats    `protobuf:"bytes,2,opt,name=acquire,proto3" json:"acquire,omitempty"`
 	// Time acquires spent waiting for a database.
 	AcquireWait      *LatencyStats `protobuf:"bytes,3,opt,name=acquire_wait,json=acquireWait,proto3" json:"acquire_wait,omitempty"`
-	LeasesActive     int64         `protobuf:"varint,4,opt,name=leases_active,json=leasesActive,proto3" json:"leases_active,omitempty"`
-	LeasesAcquired   int64         `protobuf:"varint,5,opt,name=leases_acquired,json=leasesAcquired,proto3" json:"leases_acquired,omitempty"`
-	LeasesExpired    int64         `protobuf:"varint,6,opt,name=leases_expired,json=leasesExpired,proto3" json:"leases_expired,omitempty"`
-	AcquireExhausted int64         `protobuf:"varint,7,opt,name=acquire_exhausted,json=acquireExhausted,proto3" json:"acquire_exhausted,omitempty"`
+	LeasesActive     int32         `protobuf:"varint,4,opt,name=leases_active,json=leasesActive,proto3" json:"leases_active,omitempty"`
+	LeasesAcquired   uint32        `protobuf:"varint,5,opt,name=leases_acquired,json=leasesAcquired,proto3" json:"leases_acquired,omitempty"`
+	LeasesExpired    uint32        `protobuf:"varint,6,opt,name=leases_expired,json=leasesExpired,proto3" json:"leases_expired,omitempty"`
+	AcquireExhausted uint32        `protobuf:"varint,7,opt,name=acquire_exhausted,json=acquireExhausted,proto3" json:"acquire_exhausted,omitempty"`
 	Instances        int32         `protobuf:"varint,8,opt,name=instances,proto3" json:"instances,omitempty"`
 	Databases        int32         `protobuf:"varint,9,opt,name=databases,proto3" json:"databases,omitempty"`
 	Templates        int32         `protobuf:"varint,10,opt,name=templates,proto3" json:"templates,omitempty"`
@@ -2476,28 +2476,28 @@ func (x *GetStatsResponse) GetAcquireWait() *LatencyStats {
 	return nil
 }
 
-func (x *GetStatsResponse) GetLeasesActive() int64 {
+func (x *GetStatsResponse) GetLeasesActive() int32 {
 	if x != nil {
 		return x.LeasesActive
 	}
 	return 0
 }
 
-func (x *GetStatsResponse) GetLeasesAcquired() int64 {
+func (x *GetStatsResponse) GetLeasesAcquired() uint32 {
 	if x != nil {
 		return x.LeasesAcquired
 	}
 	return 0
 }
 
-func (x *GetStatsResponse) GetLeasesExpired() int64 {
+func (x *GetStatsResponse) GetLeasesExpired() uint32 {
 	if x != nil {
 		return x.LeasesExpired
 	}
 	return 0
 }
 
-func (x *GetStatsResponse) GetAcquireExhausted() int64 {
+func (x *GetStatsResponse) GetAcquireExhausted() uint32 {
 	if x != nil {
 		return x.AcquireExhausted
 	}
@@ -2529,8 +2529,8 @@ type StrategyStats struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Strategy      Strategy               `protobuf:"varint,1,opt,name=strategy,proto3,enum=testdb.v1.Strategy" json:"strategy,omitempty"`
 	Latency       *LatencyStats          `protobuf:"bytes,2,opt,name=latency,proto3" json:"latency,omitempty"`
-	Fallbacks     int64                  `protobuf:"varint,3,opt,name=fallbacks,proto3" json:"fallbacks,omitempty"`
-	Failures      int64                  `protobuf:"varint,4,opt,name=failures,proto3" json:"failures,omitempty"`
+	Fallbacks     uint32                 `protobuf:"varint,3,opt,name=fallbacks,proto3" json:"fallbacks,omitempty"`
+	Failures      uint32                 `protobuf:"varint,4,opt,name=failures,proto3" json:"failures,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2579,14 +2579,14 @@ func (x *StrategyStats) GetLatency() *LatencyStats {
 	return nil
 }
 
-func (x *StrategyStats) GetFallbacks() int64 {
+func (x *StrategyStats) GetFallbacks() uint32 {
 	if x != nil {
 		return x.Fallbacks
 	}
 	return 0
 }
 
-func (x *StrategyStats) GetFailures() int64 {
+func (x *StrategyStats) GetFailures() uint32 {
 	if x != nil {
 		return x.Failures
 	}
@@ -2596,7 +2596,7 @@ func (x *StrategyStats) GetFailures() int64 {
 // LatencyStats summarises recent samples, in milliseconds.
 type LatencyStats struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	Count         uint32                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
 	P50Ms         float64                `protobuf:"fixed64,2,opt,name=p50_ms,json=p50Ms,proto3" json:"p50_ms,omitempty"`
 	P90Ms         float64                `protobuf:"fixed64,3,opt,name=p90_ms,json=p90Ms,proto3" json:"p90_ms,omitempty"`
 	P99Ms         float64                `protobuf:"fixed64,4,opt,name=p99_ms,json=p99Ms,proto3" json:"p99_ms,omitempty"`
@@ -2636,7 +2636,7 @@ func (*LatencyStats) Descriptor() ([]byte, []int) {
 	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{34}
 }
 
-func (x *LatencyStats) GetCount() int64 {
+func (x *LatencyStats) GetCount() uint32 {
 	if x != nil {
 		return x.Count
 	}
@@ -3082,7 +3082,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\vttl_seconds\x18\x03 \x01(\x05R\n" +
 	"ttlSeconds\x12\x16\n" +
 	"\x06worker\x18\x04 \x01(\tR\x06worker\x12&\n" +
-	"\x0fwait_timeout_ms\x18\x05 \x01(\x03R\rwaitTimeoutMs\x12'\n" +
+	"\x0fwait_timeout_ms\x18\x05 \x01(\x05R\rwaitTimeoutMs\x12'\n" +
 	"\x0fmax_connections\x18\x06 \x01(\x05R\x0emaxConnections\">\n" +
 	"\x14AcquireLeaseResponse\x12&\n" +
 	"\x05lease\x18\x01 \x01(\v2\x10.testdb.v1.LeaseR\x05lease\"!\n" +
@@ -3132,7 +3132,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"acquiredAt\x12\x1f\n" +
 	"\vttl_seconds\x18\x11 \x01(\x05R\n" +
 	"ttlSeconds\x12\x16\n" +
-	"\x06resets\x18\x12 \x01(\x03R\x06resets\x12#\n" +
+	"\x06resets\x18\x12 \x01(\x05R\x06resets\x12#\n" +
 	"\rtemplate_hash\x18\x13 \x01(\tR\ftemplateHash\x12'\n" +
 	"\x0fmax_connections\x18\x14 \x01(\x05R\x0emaxConnections\x12!\n" +
 	"\fended_reason\x18\x15 \x01(\tR\vendedReason\"\xc1\x03\n" +
@@ -3169,7 +3169,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x04port\x18\x06 \x01(\x05R\x04port\x12\x18\n" +
 	"\adatadir\x18\a \x01(\tR\adatadir\x12(\n" +
 	"\x10datadir_on_tmpfs\x18\b \x01(\bR\x0edatadirOnTmpfs\x12!\n" +
-	"\fmemory_bytes\x18\t \x01(\x03R\vmemoryBytes\x12\x1c\n" +
+	"\fmemory_bytes\x18\t \x01(\x01R\vmemoryBytes\x12\x1c\n" +
 	"\tdatabases\x18\n" +
 	" \x01(\x05R\tdatabases\x12\x14\n" +
 	"\x05state\x18\v \x01(\tR\x05state\x12\x1d\n" +
@@ -3180,12 +3180,12 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x03pid\x18\x0f \x01(\x05R\x03pid\x12\x14\n" +
 	"\x05image\x18\x10 \x01(\tR\x05image\x12!\n" +
 	"\fcontainer_id\x18\x11 \x01(\tR\vcontainerId\x12#\n" +
-	"\rdatadir_bytes\x18\x12 \x01(\x03R\fdatadirBytes\x12\x14\n" +
+	"\rdatadir_bytes\x18\x12 \x01(\x01R\fdatadirBytes\x12\x14\n" +
 	"\x05error\x18\x13 \x01(\tR\x05error\x129\n" +
 	"\n" +
 	"started_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12/\n" +
 	"\x13settings_mismatched\x18\x15 \x03(\tR\x12settingsMismatched\x12,\n" +
-	"\x12datadir_size_bytes\x18\x16 \x01(\x03R\x10datadirSizeBytes\"c\n" +
+	"\x12datadir_size_bytes\x18\x16 \x01(\x01R\x10datadirSizeBytes\"c\n" +
 	"\aSetting\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\trequested\x18\x02 \x01(\tR\trequested\x12\x16\n" +
@@ -3196,10 +3196,10 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x06resets\x18\x01 \x03(\v2\x18.testdb.v1.StrategyStatsR\x06resets\x121\n" +
 	"\aacquire\x18\x02 \x01(\v2\x17.testdb.v1.LatencyStatsR\aacquire\x12:\n" +
 	"\facquire_wait\x18\x03 \x01(\v2\x17.testdb.v1.LatencyStatsR\vacquireWait\x12#\n" +
-	"\rleases_active\x18\x04 \x01(\x03R\fleasesActive\x12'\n" +
-	"\x0fleases_acquired\x18\x05 \x01(\x03R\x0eleasesAcquired\x12%\n" +
-	"\x0eleases_expired\x18\x06 \x01(\x03R\rleasesExpired\x12+\n" +
-	"\x11acquire_exhausted\x18\a \x01(\x03R\x10acquireExhausted\x12\x1c\n" +
+	"\rleases_active\x18\x04 \x01(\x05R\fleasesActive\x12'\n" +
+	"\x0fleases_acquired\x18\x05 \x01(\rR\x0eleasesAcquired\x12%\n" +
+	"\x0eleases_expired\x18\x06 \x01(\rR\rleasesExpired\x12+\n" +
+	"\x11acquire_exhausted\x18\a \x01(\rR\x10acquireExhausted\x12\x1c\n" +
 	"\tinstances\x18\b \x01(\x05R\tinstances\x12\x1c\n" +
 	"\tdatabases\x18\t \x01(\x05R\tdatabases\x12\x1c\n" +
 	"\ttemplates\x18\n" +
@@ -3207,10 +3207,10 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\rStrategyStats\x12/\n" +
 	"\bstrategy\x18\x01 \x01(\x0e2\x13.testdb.v1.StrategyR\bstrategy\x121\n" +
 	"\alatency\x18\x02 \x01(\v2\x17.testdb.v1.LatencyStatsR\alatency\x12\x1c\n" +
-	"\tfallbacks\x18\x03 \x01(\x03R\tfallbacks\x12\x1a\n" +
-	"\bfailures\x18\x04 \x01(\x03R\bfailures\"\x99\x01\n" +
+	"\tfallbacks\x18\x03 \x01(\rR\tfallbacks\x12\x1a\n" +
+	"\bfailures\x18\x04 \x01(\rR\bfailures\"\x99\x01\n" +
 	"\fLatencyStats\x12\x14\n" +
-	"\x05count\x18\x01 \x01(\x03R\x05count\x12\x15\n" +
+	"\x05count\x18\x01 \x01(\rR\x05count\x12\x15\n" +
 	"\x06p50_ms\x18\x02 \x01(\x01R\x05p50Ms\x12\x15\n" +
 	"\x06p90_ms\x18\x03 \x01(\x01R\x05p90Ms\x12\x15\n" +
 	"\x06p99_ms\x18\x04 \x01(\x01R\x05p99Ms\x12\x15\n" +

@@ -18,8 +18,9 @@ type Client struct {
 
 // Dial connects to the daemon's gRPC address (e.g. "127.0.0.1:9090"). A
 // non-empty token is sent as "authorization: Bearer <token>" on every call,
-// as a daemon started with --token requires. The connection is plain text:
-// the daemon listens on loopback.
+// as a daemon started with --token requires. The connection is plain text
+// unless opts give transport credentials (a daemon started with
+// --tls-cert), which replace the plain-text default.
 func Dial(addr, token string, opts ...grpc.DialOption) (*Client, error) {
 	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
 	if token != "" {
@@ -42,5 +43,5 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 	return map[string]string{"authorization": "Bearer " + string(b)}, nil
 }
 
-// RequireTransportSecurity is false: the daemon serves plain text on loopback.
+// RequireTransportSecurity is false: a daemon on loopback serves plain text.
 func (bearer) RequireTransportSecurity() bool { return false }

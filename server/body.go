@@ -1,0 +1,171 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+)
+
+// The limits on REST request bodies. A body is read whole before the API
+// sees it, so that a body over the limit is answered 413 and a stalled
+// one is cut off, instead of either reaching the JSON decoder.
+const (
+	// MaxRequestBytes caps a request body (uploaded migrations and seeds
+	// included), on REST and gRPC.
+	MaxRequestBytes = 64 << 20
+	// LargeBodyBytes is the size from which a body counts as a large upload.
+	LargeBodyBytes = 1 << 20
+	// DefaultMaxLargeBodies is how many requests with large bodies are served
+	// at once; others wait their turn before their body is read.
+	DefaultMaxLargeBodies = 4
+	// DefaultBodyIdleTimeout is how long reading a body may go without
+	// receiving a byte before the request is answered 408.
+	DefaultBodyIdleTimeout = 10 * time.Second
+)
+
+// bodyReader reads REST request bodies within the limits above.
+type bodyReader struct {
+	idle    time.Duration
+	large   chan struct{} // a slot per large body being served
+	waiting atomic.Int32  // requests waiting for a slot
+}
+
+func newBodyReader(idle time.Duration, maxLarge int) *bodyReader {
+	if idle <= 0 {
+		idle = DefaultBodyIdleTimeout
+	}
+	if maxLarge <= 0 {
+		maxLarge = DefaultMaxLargeBodies
+	}
+	return &bodyReader{idle: idle, large: make(chan struct{}, maxLarge)}
+}
+
+// wrap reads the whole body of each request (holding a large-upload slot
+// for the request's duration when it is large) and hands next a request
+// whose body is in memory.
+func (b *bodyReader) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength > MaxRequestBytes {
+			tooLarge(w)
+			return
+		}
+		var slot bool
+		defer func() {
+			if slot {
+				<-b.large
+			}
+		}()
+		take := func() bool {
+			b.waiting.Add(1)
+			defer b.waiting.Add(-1)
+			select {
+			case b.large <- struct{}{}:
+				slot = true
+				return true
+			case <-r.Context().Done():
+				return false
+			}
+		}
+		if r.ContentLength > LargeBodyBytes && !take() {
+			return // the client is gone
+		}
+		body, err := b.read(w, r, func() bool { return slot || take() })
+		switch {
+		case errors.Is(err, errTooLarge):
+			tooLarge(w)
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			writeStatus(w, http.StatusRequestTimeout, codes.DeadlineExceeded, fmt.Sprintf(
+				"the request body stalled: nothing arrived for %s while reading it, so the daemon stopped waiting; send the whole body without pauses", b.idle))
+			return
+		case errors.Is(err, errGone):
+			return
+		case err != nil:
+			w.Header().Set("Connection", "close")
+			writeStatus(w, http.StatusBadRequest, codes.InvalidArgument, "reading the request body: "+err.Error())
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+var (
+	errTooLarge = errors.New("request body too large")
+	errGone     = errors.New("the client went away while waiting for a large-upload slot")
+)
+
+// read reads r's body with a deadline renewed before every read, so that a
+// body that keeps arriving is read however long it takes, but one that
+// stops is cut off after b.idle. Once the body grows past LargeBodyBytes it
+// calls large, which waits for a slot.
+func (b *bodyReader) read(w http.ResponseWriter, r *http.Request, large func() bool) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	deadlines := true
+	defer func() {
+		if deadlines {
+			// No deadline for what follows: with the body read, the server
+			// watches the connection in the background, and a deadline left
+			// set would end the request's context while a long call runs.
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+	}()
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	chunk := make([]byte, 32<<10)
+	for {
+		if deadlines && rc.SetReadDeadline(time.Now().Add(b.idle)) != nil {
+			deadlines = false // a connection without deadlines (e.g. a test's recorder)
+		}
+		n, err := r.Body.Read(chunk)
+		buf.Write(chunk[:n])
+		if buf.Len() > MaxRequestBytes {
+			return nil, errTooLarge
+		}
+		if n > 0 && buf.Len() > LargeBodyBytes && buf.Len()-n <= LargeBodyBytes && !large() {
+			return nil, errGone
+		}
+		if errors.Is(err, io.EOF) {
+			return buf.Bytes(), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	writeStatus(w, http.StatusRequestEntityTooLarge, codes.ResourceExhausted, fmt.Sprintf(
+		"the request body is larger than %d MiB: give migrations_dir (a directory on the daemon's host) instead of uploading the files, or upload fewer or smaller files",
+		MaxRequestBytes>>20))
+}
+
+// writeStatus writes an error the way the REST API writes its own: a JSON
+// status with the gRPC code and a message.
+func writeStatus(w http.ResponseWriter, httpStatus int, code codes.Code, msg string) {
+	b, _ := json.Marshal(struct {
+		Code    codes.Code `json:"code"`
+		Message string     `json:"message"`
+		Details []any      `json:"details"`
+	}{code, msg, []any{}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(httpStatus)
+	_, _ = w.Write(append(b, '\n'))
+}
