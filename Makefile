@@ -7,6 +7,7 @@ TOOLS   := $(CURDIR)/.tools/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/testdbd/testdbd.Version=$(VERSION)
 ARGS    ?= --warm 1
+K8S     ?= 1
 
 # Pinned code generators (make generate). Each is installed on its own so
 # their dependencies never pull each other's versions.
@@ -26,10 +27,14 @@ run: deps build
 ## test: lint, check generated code, cross-compile, build every image, and
 ## run every test with the race detector: this module's over the engine
 ## matrix (native MariaDB, Docker MariaDB 10.11, MariaDB 11.8 and MySQL 9.7;
-## TESTDBD_ENGINES=mysql-9.7,... runs some cells only, see internal/testenv),
-## and the Go SDK's (client/ is a module of its own, which ./... does not include)
+## TESTDBD_ENGINES=mysql-9.7,... runs some cells only, see internal/testenv)
+## and the local Kubernetes cluster (started, the image loaded, and stopped
+## afterwards even when tests fail, by scripts/k8s/with-cluster.sh; the
+## first run builds it, 10-20 min; K8S=0 leaves it out: its tests then
+## skip), and the Go SDK's (client/ is a module of its own, which ./... does
+## not include)
 test: deps deps-examples deps-browser lint check-generated cross images image-testdbd
-	$(GO) test -race -count=1 -timeout 80m ./...
+	@K8S=$(K8S) IMAGE=$(IMAGE) scripts/k8s/with-cluster.sh $(GO) test -race -count=1 -timeout 80m ./...
 	cd client && $(GO) test -race -count=1 -timeout 30m ./...
 
 ## cross: the daemon and CLI build for Linux and macOS on amd64 and arm64

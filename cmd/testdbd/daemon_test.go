@@ -275,9 +275,9 @@ func TestServeRejectsBadFlags(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--max-instances") {
 		t.Errorf("warm > max: %v", err)
 	}
-	_, err = openDaemon(ctx, serveConfig{MaxInstances: 1, Provider: "kubernetes", StateDir: testenv.StateDir(t),
+	_, err = openDaemon(ctx, serveConfig{MaxInstances: 1, Provider: "podman", StateDir: testenv.StateDir(t),
 		HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0"}, testenv.Logger(t))
-	if err == nil || !strings.Contains(err.Error(), "auto, native or docker") {
+	if err == nil || !strings.Contains(err.Error(), "auto, native, docker or kubernetes") {
 		t.Errorf("bad provider: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/docker"
+	"github.com/testdbd/testdbd/instance/kubernetes"
 	"github.com/testdbd/testdbd/instance/native"
 	"github.com/testdbd/testdbd/lease"
 	"github.com/testdbd/testdbd/server"
@@ -43,6 +44,10 @@ type serveConfig struct {
 	TLSKey            string
 	Mysqld            string
 	Image             string
+	Kubeconfig        string
+	Namespace         string
+	K8sService        bool
+	K8sOwner          string
 	AllowDisk         bool
 	DatadirRoot       string
 	TmpfsSize         byteSize
@@ -74,7 +79,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "REST address (port 0 picks a free port)")
 	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", "127.0.0.1:9090", "gRPC address (port 0 picks a free port)")
 	fs.StringVar(&cfg.StateDir, "state-dir", defaultStateDir(), "directory for the pristine datadir, instance records and mounts")
-	fs.StringVar(&cfg.Provider, "provider", "auto", "how servers run: auto, native or docker")
+	fs.StringVar(&cfg.Provider, "provider", "auto", "how servers run: auto, native, docker or kubernetes")
 	fs.IntVar(&cfg.Warm, "warm", 0, "servers to start at once")
 	fs.IntVar(&cfg.MaxInstances, "max-instances", 2, "most servers running at once")
 	fs.IntVar(&cfg.MaxDatabases, "max-databases", 64, "most worker databases in all")
@@ -86,7 +91,11 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain): serve REST as HTTPS and gRPC with TLS; needs --tls-key")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.Mysqld, "mysqld", "", "server binary (mariadbd or mysqld); default: search PATH and /usr/sbin")
-	fs.StringVar(&cfg.Image, "image", docker.DefaultImage, "server image for --provider docker, present locally (make image builds the default)")
+	fs.StringVar(&cfg.Image, "image", docker.DefaultImage, "server image for --provider docker (present locally: make image builds the default) or kubernetes (on the nodes or pullable)")
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig for --provider kubernetes; default $KUBECONFIG, ~/.kube/config, then the pod's service account")
+	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the server pods; default the kubeconfig context's, or the daemon pod's own")
+	fs.BoolVar(&cfg.K8sService, "k8s-service", false, "give each server pod a ClusterIP Service and hand leases its DNS name instead of the pod's IP")
+	fs.StringVar(&cfg.K8sOwner, "k8s-owner", "", "label value marking this daemon's pods (deleted at its start); default a hash of the host name and --state-dir")
 	fs.BoolVar(&cfg.AllowDisk, "allow-disk", false, "accept datadirs that are not on tmpfs (benchmark baselines)")
 	fs.StringVar(&cfg.DatadirRoot, "datadir-root", "", "create datadirs here instead of a tmpfs mount per server (as root) or /dev/shm")
 	cfg.TmpfsSize = native.DefaultTmpfsBytes
@@ -292,8 +301,10 @@ func openProvider(ctx context.Context, cfg serveConfig, log *slog.Logger) (testd
 		return p, nil
 	case "docker":
 		return openDocker(ctx, cfg, log)
+	case "kubernetes":
+		return openKubernetes(ctx, cfg, log)
 	}
-	return nil, fmt.Errorf("--provider %q: use auto, native or docker", cfg.Provider)
+	return nil, fmt.Errorf("--provider %q: use auto, native, docker or kubernetes", cfg.Provider)
 }
 
 // openNative starts the native provider. A failed start returns a nil
@@ -318,6 +329,28 @@ func openDocker(ctx context.Context, cfg serveConfig, log *slog.Logger) (testdbd
 	docker.SetLibraryLogger(log)
 	p, err := docker.New(ctx, docker.Config{
 		StateDir: cfg.StateDir, Image: cfg.Image, TmpfsBytes: int64(cfg.TmpfsSize), Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// openKubernetes starts the Kubernetes provider. Each server pod's memory
+// limit and request are the memory budget split evenly over the most
+// servers that may run (--memory-budget / --max-instances): the pods then
+// never hold more than the budget between them, and the scheduler places a
+// pod only where its whole share fits (its data live in memory).
+func openKubernetes(ctx context.Context, cfg serveConfig, log *slog.Logger) (testdbd.Provider, error) {
+	kubernetes.SetLibraryLogger(log)
+	var memory int64 // 0: the provider's default, --tmpfs-size plus 512M
+	if cfg.MemoryBudget > 0 {
+		memory = int64(cfg.MemoryBudget) / int64(cfg.MaxInstances)
+	}
+	p, err := kubernetes.New(ctx, kubernetes.Config{
+		StateDir: cfg.StateDir, Kubeconfig: cfg.Kubeconfig, Namespace: cfg.Namespace, Image: cfg.Image,
+		TmpfsBytes: int64(cfg.TmpfsSize), MemoryLimit: memory, MemoryRequest: memory,
+		Service: cfg.K8sService, Owner: cfg.K8sOwner, Logger: log,
 	})
 	if err != nil {
 		return nil, err

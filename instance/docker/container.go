@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,28 +16,15 @@ import (
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/instance/serverimage"
 	"github.com/testdbd/testdbd/internal/random"
 )
 
-// Paths inside the container. The datadir is a tmpfs mount at the path the
-// official images declare as a volume, so that no anonymous volume is
-// created for it.
-const (
-	Datadir = "/var/lib/mysql"
-	tmpDir  = "/tmp"
-	// filesDir is MariaDB's secure_file_priv (see instance.Hardening): an
-	// empty directory owned by root that the server cannot write to.
-	filesDir = "/tmp/testdbd-files"
-)
+// Datadir is the server's datadir inside its container, a tmpfs mount.
+const Datadir = serverimage.Datadir
 
-// ServerUser is the user servers run as in their container: the start
-// script prepares the datadir as root, then the server drops to this user
-// (--user). The official images and the local ones have it.
-const ServerUser = "mysql"
-
-// adminUser is testdbd's account in every container, created at start with
-// a random password and every privilege WITH GRANT OPTION.
-const adminUser = "testdbd_admin"
+// ServerUser is the user servers run as in their container.
+const ServerUser = serverimage.ServerUser
 
 // startupTimeout bounds one container's start.
 const startupTimeout = 2 * time.Minute
@@ -107,8 +93,7 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 		return nil, err
 	}
 	s := &Container{p: p, id: id, port: port, password: random.Hex(16), life: instance.NewLifecycle()}
-	args := append([]string{"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1"}, opts.Args...)
-	args = append(args, instance.Hardening(p.engine, filesDir)...)
+	args := serverimage.Args(p.engine, port, "127.0.0.1", opts.Args)
 	tmpfs := fmt.Sprintf("rw,nosuid,nodev,size=%d", p.cfg.TmpfsBytes)
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
@@ -116,10 +101,10 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	s.ctr, err = testcontainers.Run(ctx, p.cfg.Image,
 		testcontainers.WithLogger(p.tclog),
 		testcontainers.WithName("testdbd-"+p.owner+"-"+id),
-		testcontainers.WithEntrypoint("/bin/sh", "-c", startScript(p.engine.Flavor, !p.cfg.NoSeed), "testdbd-start"),
+		testcontainers.WithEntrypoint("/bin/sh", "-c", serverimage.StartScript(p.engine.Flavor, !p.cfg.NoSeed), "testdbd-start"),
 		testcontainers.WithCmd(args...),
-		testcontainers.WithEnv(map[string]string{"TESTDBD_INIT_SQL": initSQL(p.engine.Flavor, s.password)}),
-		testcontainers.WithTmpfs(map[string]string{Datadir: tmpfs + ",mode=0700", tmpDir: tmpfs}),
+		testcontainers.WithEnv(map[string]string{"TESTDBD_INIT_SQL": serverimage.InitSQL(p.engine.Flavor, s.password)}),
+		testcontainers.WithTmpfs(map[string]string{Datadir: tmpfs + ",mode=0700", serverimage.TmpDir: tmpfs}),
 		testcontainers.WithLabels(p.labels(id)),
 		// The start script needs root whatever user the image names.
 		testcontainers.WithConfigModifier(func(c *container.Config) { c.User = "0:0" }),
@@ -158,94 +143,6 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	return s, nil
 }
 
-// startScript is the container's command. As root, it finds the server
-// binary, gives the tmpfs datadir to ServerUser and initializes it (from the
-// image's pristine /testdbd/seed when seed is set and the image has one,
-// else with the engine's own tool), creates MariaDB's empty secure_file_priv
-// directory, passes the image's TLS certificate when it carries one at
-// /testdbd/tls (MariaDB 11.4 and later otherwise generate one at every
-// start, a second or two), writes the init file that creates testdbd's admin
-// account, and execs the server, which drops to ServerUser, with the
-// arguments after the script ($@).
-func startScript(flavor testdbd.Flavor, seed bool) string {
-	useSeed := "0"
-	if seed {
-		useSeed = "1"
-	}
-	var initialize string
-	switch flavor {
-	case testdbd.MariaDB:
-		initialize = `install=$(command -v mariadb-install-db || command -v mysql_install_db) || { echo "testdbd: the image has no mariadb-install-db" >&2; exit 127; }
-  "$install" --no-defaults --datadir="$datadir" --user="$user" --auth-root-authentication-method=socket --auth-root-socket-user=root \
-    --skip-test-db --force --innodb-log-file-size=` + strconv.Itoa(instance.InnoDBLogFileBytes) + ` >/tmp/testdbd-init.log 2>&1 \
-    || { cat /tmp/testdbd-init.log >&2; echo "testdbd: mariadb-install-db failed" >&2; exit 1; }`
-	default:
-		initialize = `"$server" --no-defaults --initialize-insecure --user="$user" --datadir="$datadir" \
-    --innodb-redo-log-capacity=` + strconv.Itoa(instance.InnoDBLogFileBytes) + ` --innodb-doublewrite=OFF --log-error=/tmp/testdbd-init.log \
-    || { cat /tmp/testdbd-init.log >&2; echo "testdbd: mysqld --initialize-insecure failed" >&2; exit 1; }`
-	}
-	return `set -e
-datadir=` + Datadir + `
-user=` + ServerUser + `
-server=
-for b in mariadbd mysqld; do
-  if command -v "$b" >/dev/null 2>&1; then server=$(command -v "$b"); break; fi
-done
-if [ -z "$server" ]; then echo "testdbd: neither mariadbd nor mysqld is in the image's PATH" >&2; exit 127; fi
-known=
-while IFS=: read -r name _; do
-  if [ "$name" = "$user" ]; then known=1; fi
-done </etc/passwd
-if [ -z "$known" ]; then
-  echo "testdbd: the image has no user $user: testdbd runs the server as $user, never as root" >&2; exit 1
-fi
-chown "$user" "$datadir"
-chmod 0700 "$datadir"
-mkdir -p ` + filesDir + `
-chmod 0555 ` + filesDir + `
-if [ ` + useSeed + ` = 1 ] && [ -d /testdbd/seed ]; then
-  cp -a /testdbd/seed/. "$datadir"/
-  chown -R "$user" "$datadir"
-else
-  ` + initialize + `
-fi
-if [ -r /testdbd/tls/server-cert.pem ] && [ -r /testdbd/tls/server-key.pem ]; then
-  mkdir -p /tmp/testdbd-tls
-  cp /testdbd/tls/server-cert.pem /testdbd/tls/server-key.pem /tmp/testdbd-tls/
-  chown -R "$user" /tmp/testdbd-tls
-  chmod 0700 /tmp/testdbd-tls
-  set -- --ssl-cert=/tmp/testdbd-tls/server-cert.pem --ssl-key=/tmp/testdbd-tls/server-key.pem "$@"
-fi
-mkdir -p /run/testdbd
-chown "$user" /run/testdbd
-chmod 0700 /run/testdbd
-(umask 077; printf '%s\n' "$TESTDBD_INIT_SQL" >/run/testdbd/init.sql)
-chown "$user" /run/testdbd/init.sql
-unset TESTDBD_INIT_SQL
-exec "$server" --no-defaults --user="$user" --datadir="$datadir" --tmpdir=` + tmpDir + ` --socket=/run/testdbd/mysqld.sock \
-  --pid-file=/run/testdbd/mysqld.pid --init-file=/run/testdbd/init.sql "$@"
-`
-}
-
-// initSQL creates testdbd's admin account, one statement per line as
-// --init-file wants. MariaDB's root authenticates by Unix socket only; MySQL's
-// root (created without a password) gets the admin password, and the admin
-// has no SYSTEM_USER: objects it defines (a clone's routines and events)
-// could otherwise be dropped or altered only by accounts that have it,
-// which leases do not.
-func initSQL(flavor testdbd.Flavor, password string) string {
-	stmts := []string{
-		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s';", adminUser, password),
-		fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO '%s'@'%%' WITH GRANT OPTION;", adminUser),
-	}
-	if flavor == testdbd.MySQL {
-		stmts = append(stmts,
-			fmt.Sprintf("REVOKE SYSTEM_USER ON *.* FROM '%s'@'%%';", adminUser),
-			fmt.Sprintf("ALTER USER 'root'@'localhost' IDENTIFIED BY '%s';", password))
-	}
-	return strings.Join(stmts, "\n")
-}
-
 // waitReady pings the server over TCP as the admin account until it
 // answers, the container stops or ctx ends.
 func (s *Container) waitReady(ctx context.Context) error {
@@ -277,7 +174,7 @@ func (s *Container) Engine() testdbd.Engine { return s.p.engine }
 
 // Admin returns the TCP endpoint of testdbd's admin account.
 func (s *Container) Admin() testdbd.Endpoint {
-	return testdbd.Endpoint{Host: "127.0.0.1", Port: s.port, User: adminUser, Password: s.password}
+	return testdbd.Endpoint{Host: "127.0.0.1", Port: s.port, User: serverimage.AdminUser, Password: s.password}
 }
 
 // ClientAddr returns the loopback TCP address handed to leases.

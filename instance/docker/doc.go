@@ -2,7 +2,8 @@
 // through testcontainers-go, with their datadir on a tmpfs mount.
 //
 // testdbd does not rely on the official images' entrypoint: every container
-// runs testdbd's own start script with /bin/sh, as root, which initializes
+// runs testdbd's own start script (instance/serverimage, shared with
+// instance/kubernetes) with /bin/sh, as root, which initializes
 // the tmpfs datadir (copying the image's pristine datadir when it carries
 // one at /testdbd/seed, else with mariadb-install-db or mysqld
 // --initialize-insecure), gives it to the image's mysql user, passes the

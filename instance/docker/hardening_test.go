@@ -1,11 +1,9 @@
 package docker_test
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,16 +15,9 @@ import (
 	"github.com/testdbd/testdbd/internal/testenv"
 )
 
-// TestHardening: the server runs as the image's mysql user, not root; an
-// account with every privilege on one database (a lease's) and the admin
-// cannot put files outside the datadir (CREATE TABLE ... DATA DIRECTORY)
-// or export rows (SELECT ... INTO OUTFILE); the settings that say so read
-// back as asked.
+// TestHardening: see testenv.CheckContainerHardening.
 func TestHardening(t *testing.T) {
 	eachImage(t, func(t *testing.T, image string) {
-		if os.Geteuid() != 0 {
-			t.Skip("looking into the container's processes and files through /proc needs root")
-		}
 		p := newProvider(t, config(t, image))
 		f := instance.NewFleet(p, instance.FleetConfig{MaxInstances: 1, Logger: testenv.Logger(t)})
 		t.Cleanup(func() { _ = f.Close(context.Background()) })
@@ -34,52 +25,8 @@ func TestHardening(t *testing.T) {
 		if err != nil {
 			t.Fatalf("fleet start: %v", err)
 		}
-		info := s.Info(context.Background())
-		uids, err := testenv.ProcessUIDs(info.PID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := passwdUID(t, filepath.Join("/proc", strconv.Itoa(info.PID), "root", "etc", "passwd"), "mysql")
-		for _, u := range uids {
-			if u == 0 || u != want {
-				t.Errorf("server process %d runs with uids %v, want all %d (mysql)", info.PID, uids, want)
-				break
-			}
-		}
-		for _, st := range info.Settings {
-			if st.Name == "have_symlink" || st.Name == "secure_file_priv" {
-				t.Logf("%s: asked %s, runs with %s", st.Name, st.Requested, st.Actual)
-				if !st.OK {
-					t.Errorf("%s: asked %s, runs with %s", st.Name, st.Requested, st.Actual)
-				}
-			}
-		}
-		host, port := s.ClientAddr()
-		testenv.CheckConfinement(t, s.DB, host, port, filepath.Join("/proc", strconv.Itoa(info.PID), "root"))
+		testenv.CheckContainerHardening(t, s)
 	})
-}
-
-// passwdUID returns user's uid from a passwd file.
-func passwdUID(t *testing.T, path, user string) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), ":")
-		if len(fields) > 2 && fields[0] == user {
-			n, err := strconv.Atoi(fields[2])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no user %s in %s", user, path)
-	return -1
 }
 
 // TestDeathReport: a server that dies says why, from its log, and its log

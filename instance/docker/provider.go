@@ -25,6 +25,7 @@ import (
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/instance/serverimage"
 	"github.com/testdbd/testdbd/internal/random"
 )
 
@@ -303,21 +304,13 @@ func (p *Provider) removeNetwork(ctx context.Context, name string) {
 	}
 }
 
-// versionScript prints the server's version, trying MariaDB's binary name
-// first (MariaDB images may also carry a mysqld link).
-const versionScript = `for b in mariadbd mysqld; do
-  if command -v "$b" >/dev/null 2>&1; then exec "$b" --no-defaults --version; fi
-done
-echo "testdbd: neither mariadbd nor mysqld is in the image's PATH" >&2
-exit 127`
-
 // detectEngine runs the server's --version in a throwaway container with no
 // network and parses the flavor and version.
 func (p *Provider) detectEngine(ctx context.Context) (testdbd.Engine, error) {
 	ctr, err := testcontainers.Run(ctx, p.cfg.Image,
 		testcontainers.WithLogger(p.tclog),
 		testcontainers.WithName("testdbd-"+p.owner+"-version-"+random.Hex(3)),
-		testcontainers.WithEntrypoint("/bin/sh", "-c", versionScript, "testdbd-version"),
+		testcontainers.WithEntrypoint("/bin/sh", "-c", serverimage.VersionScript, "testdbd-version"),
 		testcontainers.WithLabels(p.labels("version")),
 		networkMode("none"),
 		testcontainers.WithWaitStrategy(wait.ForExit().WithExitTimeout(time.Minute).WithPollInterval(50*time.Millisecond)),

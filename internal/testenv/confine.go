@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/internal/random"
 )
 
@@ -143,4 +144,64 @@ func ProcessUIDs(pid int) ([]int, error) {
 		}
 	}
 	return nil, fmt.Errorf("no Uid line in /proc/%d/status", pid)
+}
+
+// CheckContainerHardening checks a server running in a container on this
+// host: its process runs as the image's mysql user, not root; the
+// hardening settings read back as asked; and CheckConfinement holds,
+// looking at the container's files through /proc/<pid>/root. It skips
+// without root (the container's processes and files are seen through
+// /proc) or when the server's process is not visible from here.
+func CheckContainerHardening(t *testing.T, s *instance.Member) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("looking into the container's processes and files through /proc needs root")
+	}
+	info := s.Info(context.Background())
+	if info.PID == 0 {
+		t.Skip("the server's process is not visible from this host")
+	}
+	uids, err := ProcessUIDs(info.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join("/proc", strconv.Itoa(info.PID), "root")
+	want := passwdUID(t, filepath.Join(root, "etc", "passwd"), "mysql")
+	for _, u := range uids {
+		if u == 0 || u != want {
+			t.Errorf("server process %d runs with uids %v, want all %d (mysql)", info.PID, uids, want)
+			break
+		}
+	}
+	for _, st := range info.Settings {
+		if st.Name == "have_symlink" || st.Name == "secure_file_priv" {
+			t.Logf("%s: asked %s, runs with %s", st.Name, st.Requested, st.Actual)
+			if !st.OK {
+				t.Errorf("%s: asked %s, runs with %s", st.Name, st.Requested, st.Actual)
+			}
+		}
+	}
+	host, port := s.ClientAddr()
+	CheckConfinement(t, s.DB, host, port, root)
+}
+
+// passwdUID returns user's uid from a passwd file.
+func passwdUID(t *testing.T, path, user string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Split(line, ":")
+		if len(fields) > 2 && fields[0] == user {
+			n, err := strconv.Atoi(fields[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no user %s in %s", user, path)
+	return -1
 }

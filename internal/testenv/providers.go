@@ -26,7 +26,7 @@ type Provider struct {
 	// ID is what TESTDBD_ENGINES selects the cell by: "mariadb-10.11-native",
 	// "mariadb-10.11", "mariadb-11.8", "mysql-9.7".
 	ID string
-	// Kind is "native" or "docker".
+	// Kind is "native", "docker" or "kubernetes".
 	Kind string
 	// Image is the Docker cell's image.
 	Image string
@@ -49,14 +49,15 @@ var DockerImages = []struct{ ID, Image, Make string }{
 // Providers returns the cells of the engine matrix that TESTDBD_ENGINES
 // selects, the native one first: native MariaDB (the host's server binary,
 // MariaDB 10.11 on Debian 12) and Docker MariaDB 10.11, MariaDB 11.8 and
-// MySQL 9.7 (the images `make images` builds). TESTDBD_ENGINES is a
-// comma-separated list of cell ids or names, or "native" or "docker" for
-// every cell of that kind (e.g. TESTDBD_ENGINES=mariadb-10.11-native,mysql-9.7);
+// MySQL 9.7 (the images `make images` builds), then Kubernetes MariaDB
+// 10.11 (the local cluster, `make k8s-up`; its tests skip when no cluster
+// answers). TESTDBD_ENGINES is a comma-separated list of cell ids or
+// names, or "native", "docker" or "kubernetes" for every cell of that kind (e.g. TESTDBD_ENGINES=mariadb-10.11-native,mysql-9.7);
 // unset or empty means every cell. TESTDBD_TEST_IMAGE=<image> replaces the
 // Docker cells with one running that image (an official image, say). An
 // unknown name gives a cell whose tests fail saying which names exist.
 func Providers() []Provider {
-	all := append([]Provider{nativeCell()}, dockerCells()...)
+	all := append(append([]Provider{nativeCell()}, dockerCells()...), kubernetesCell())
 	sel := strings.TrimSpace(os.Getenv("TESTDBD_ENGINES"))
 	if sel == "" {
 		return all
@@ -91,7 +92,8 @@ func Providers() []Provider {
 	return out
 }
 
-// Kind returns the selected cells of one kind, "native" or "docker".
+// Kind returns the selected cells of one kind: "native", "docker" or
+// "kubernetes".
 func Kind(kind string) []Provider {
 	var out []Provider
 	for _, c := range Providers() {
@@ -164,7 +166,7 @@ func unknownCell(name string, all []Provider) Provider {
 	for _, c := range all {
 		names = append(names, c.ID)
 	}
-	msg := fmt.Sprintf("TESTDBD_ENGINES names %q, which is no cell of the engine matrix: use %s, native or docker",
+	msg := fmt.Sprintf("TESTDBD_ENGINES names %q, which is no cell of the engine matrix: use %s, native, docker or kubernetes",
 		name, strings.Join(names, ", "))
 	fail := func(tb testing.TB) { tb.Helper(); tb.Fatal(msg) }
 	return Provider{Name: "unknown-" + name, ID: name,

@@ -39,10 +39,10 @@ func TestSelection(t *testing.T) {
 	t.Setenv("TESTDBD_TEST_IMAGE", "")
 	t.Setenv("TESTDBD_ENGINES", "")
 	all := testenv.Providers()
-	if len(all) != 4 || all[0].Kind != "native" {
+	if len(all) != 5 || all[0].Kind != "native" || all[4].Kind != "kubernetes" {
 		t.Fatalf("all cells: %s", names(all))
 	}
-	for _, want := range []string{"docker-mariadb-10.11", "docker-mariadb-11.8", "docker-mysql-9.7"} {
+	for _, want := range []string{"docker-mariadb-10.11", "docker-mariadb-11.8", "docker-mysql-9.7", "kubernetes-mariadb-10.11"} {
 		if !strings.Contains(names(all), want) {
 			t.Errorf("no cell %s in %s", want, names(all))
 		}
@@ -55,6 +55,7 @@ func TestSelection(t *testing.T) {
 		"native,docker-mariadb-11.8":     nat.Name + ",docker-mariadb-11.8",
 		"mariadb-11.8,mariadb-11.8":      "docker-mariadb-11.8",
 		"docker-mysql-9.7,mariadb-10.11": "docker-mariadb-10.11,docker-mysql-9.7",
+		"kubernetes,native":              nat.Name + ",kubernetes-mariadb-10.11",
 	}
 	for sel, want := range cases {
 		t.Setenv("TESTDBD_ENGINES", sel)
