@@ -202,6 +202,11 @@ func (s *Schema) captureColumns(ctx context.Context, conn *sql.Conn) error {
 		}
 		x := strings.ToUpper(extra)
 		if strings.Contains(x, "AUTO_INCREMENT") {
+			if ai == 0 {
+				// MySQL shows NULL for a table no row was ever written
+				// to; its next value is 1, which MariaDB shows.
+				ai = 1
+			}
 			t.AutoIncrement, t.AutoIncrementColumn = ai, col
 		}
 		if strings.Contains(x, "VIRTUAL GENERATED") || strings.Contains(x, "STORED GENERATED") ||

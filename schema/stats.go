@@ -3,6 +3,8 @@ package schema
 import (
 	"fmt"
 	"strings"
+
+	"github.com/testdbd/testdbd/internal/filename"
 )
 
 // Optimizer statistics. A template is analyzed once after its build; every
@@ -30,20 +32,16 @@ func (s *Schema) StatsSQL(target string, tables []*Table) (string, int) {
 	if len(tables) == 0 {
 		return "", 0
 	}
-	names := make([]string, len(tables))
-	for i, t := range tables {
-		names[i] = literal(t.Name)
-	}
-	in := strings.Join(names, ",")
+	in := statsTables(tables)
 	tgt, src := literal(target), literal(s.Database)
 	var b strings.Builder
-	fmt.Fprintf(&b, "DELETE FROM mysql.innodb_table_stats WHERE database_name = %s AND table_name IN (%s);\n", tgt, in)
-	fmt.Fprintf(&b, "DELETE FROM mysql.innodb_index_stats WHERE database_name = %s AND table_name IN (%s);\n", tgt, in)
+	fmt.Fprintf(&b, "DELETE FROM mysql.innodb_table_stats WHERE database_name = %s AND %s;\n", tgt, in)
+	fmt.Fprintf(&b, "DELETE FROM mysql.innodb_index_stats WHERE database_name = %s AND %s;\n", tgt, in)
 	fmt.Fprintf(&b, "INSERT INTO mysql.innodb_table_stats (database_name, table_name, last_update, n_rows, clustered_index_size, sum_of_other_index_sizes) "+
-		"SELECT %s, table_name, '%s', n_rows, clustered_index_size, sum_of_other_index_sizes FROM mysql.innodb_table_stats WHERE database_name = %s AND table_name IN (%s);\n",
+		"SELECT %s, table_name, '%s', n_rows, clustered_index_size, sum_of_other_index_sizes FROM mysql.innodb_table_stats WHERE database_name = %s AND %s;\n",
 		tgt, StatsSentinel, src, in)
 	fmt.Fprintf(&b, "INSERT INTO mysql.innodb_index_stats (database_name, table_name, index_name, last_update, stat_name, stat_value, sample_size, stat_description) "+
-		"SELECT %s, table_name, index_name, '%s', stat_name, stat_value, sample_size, stat_description FROM mysql.innodb_index_stats WHERE database_name = %s AND table_name IN (%s);\n",
+		"SELECT %s, table_name, index_name, '%s', stat_name, stat_value, sample_size, stat_description FROM mysql.innodb_index_stats WHERE database_name = %s AND %s;\n",
 		tgt, StatsSentinel, src, in)
 	var renames []string
 	for _, t := range tables {
@@ -57,6 +55,24 @@ func (s *Schema) StatsSQL(target string, tables []*Table) (string, int) {
 	}
 	b.WriteString("RENAME TABLE " + strings.Join(renames, ", ") + ";\n")
 	return b.String(), 1
+}
+
+// statsTables is the condition on table_name that selects the statistics
+// rows of tables: the servers keep them under the filename-encoded name
+// ("my@002dtable"), one row per partition for a partitioned table
+// ("t#P#p0" on MariaDB, "t#p#p0" on MySQL).
+func statsTables(tables []*Table) string {
+	names := make([]string, 0, len(tables))
+	var parts []string
+	for _, t := range tables {
+		enc := filename.Encode(t.Name)
+		names = append(names, literal(enc))
+		if strings.Contains(t.Create, "PARTITION BY") {
+			esc := strings.NewReplacer(`\`, `\\`, `_`, `\_`, `%`, `\%`).Replace(enc)
+			parts = append(parts, "table_name LIKE "+literal(esc+"#P#%"), "table_name LIKE "+literal(esc+"#p#%"))
+		}
+	}
+	return "(" + strings.Join(append([]string{"table_name IN (" + strings.Join(names, ",") + ")"}, parts...), " OR ") + ")"
 }
 
 // literal quotes s as an SQL string literal.

@@ -154,4 +154,5 @@ func (c *DDLCounter) observe(fn func() error) (mark, error) {
 
 type queryer interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
 }

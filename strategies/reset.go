@@ -58,6 +58,8 @@ type Baseline struct {
 	Tables    map[string]TableState
 	ServerDDL int64 // the server's schema-changing statements so far
 	own       mark  // the daemon's count when ServerDDL was read
+	// Second is the server's clock (UNIX_TIMESTAMP()) when Tables was read.
+	Second int64
 	// With Target.Dir: the database directory's identity and modification
 	// time, and a digest of the database's routines and events.
 	Dir      DirStamp
@@ -81,11 +83,13 @@ func statDir(dir string) (DirStamp, error) {
 	return DirStamp{Ino: st.Ino, Mtime: st.Mtim}, nil
 }
 
-// TableState is what the detector reads for one table.
+// TableState is what the detector reads for one table (see
+// readTableStates).
 type TableState struct {
-	ID       int64 // InnoDB table id: changes on TRUNCATE and table rebuilds
-	Modified int64 // MODIFIED_COUNTER: rows written, rolled back or cascaded
-	AutoInc  int64 // next AUTO_INCREMENT value (0: none)
+	ID       int64 // MariaDB: InnoDB table id, which changes on TRUNCATE and table rebuilds
+	Modified int64 // MariaDB: MODIFIED_COUNTER: rows written, rolled back or cascaded
+	Updated  int64 // MySQL: UPDATE_TIME in seconds (0: NULL, no write since the table was loaded)
+	AutoInc  int64 // next AUTO_INCREMENT value (0: none, or none yet on MySQL)
 	// Unknown marks a table the last reset restored: its counters were not
 	// read afterwards, so the next reset compares its content instead.
 	Unknown bool
@@ -259,6 +263,11 @@ func (rs *resetter) schemaChangedHere(obs *observation) string {
 // ones, whose counters moved since the baseline, and unsure ones, restored
 // by the previous reset (their counters after a restore are not read, to
 // save a query; their content is checked instead).
+//
+// UPDATE_TIME (MySQL) counts in whole seconds: a table written during the
+// second in which the baseline was read may have been written again later
+// in that second without its UPDATE_TIME moving, so such a table is
+// unsure too. Writes in later seconds move it.
 func (rs *resetter) candidates(obs *observation) (changed, unsure []*schema.Table) {
 	for _, tbl := range rs.t.Schema.Tables {
 		base := rs.t.Baseline.Tables[tbl.Name]
@@ -270,9 +279,18 @@ func (rs *resetter) candidates(obs *observation) (changed, unsure []*schema.Tabl
 		case brokenDetector != nil && brokenDetector(tbl.Name):
 		case obs.tables[tbl.Name] != base:
 			changed = append(changed, tbl)
+		case base.Updated != 0 && base.Updated >= rs.t.Baseline.Second:
+			unsure = append(unsure, tbl)
 		}
 	}
 	return changed, unsure
+}
+
+// autoIncDiffers reports whether a table's next AUTO_INCREMENT value as
+// detection read it is not the template's. MySQL shows none (0) for a table
+// no row was ever written to, whose next value is 1, the template's.
+func autoIncDiffers(st TableState, tbl *schema.Table) bool {
+	return st.AutoInc != tbl.AutoIncrement && !(st.AutoInc == 0 && tbl.AutoIncrement == 1 && tbl.AutoIncrementColumn != "")
 }
 
 // differing returns the tables whose rows (CHECKSUM TABLE) or next
@@ -284,7 +302,7 @@ func (rs *resetter) differing(ctx context.Context, tables []*schema.Table, obs *
 	}
 	var out []*schema.Table
 	for _, tbl := range tables {
-		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum || obs.tables[tbl.Name].AutoInc != tbl.AutoIncrement {
+		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum || autoIncDiffers(obs.tables[tbl.Name], tbl) {
 			out = append(out, tbl)
 		}
 	}
@@ -341,7 +359,7 @@ func (rs *resetter) rollback(ctx context.Context, candidates []*schema.Table, ob
 	for _, tbl := range candidates {
 		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum {
 			committed = append(committed, tbl)
-		} else if obs.tables[tbl.Name].AutoInc != tbl.AutoIncrement {
+		} else if autoIncDiffers(obs.tables[tbl.Name], tbl) {
 			rewind = append(rewind, tbl)
 		}
 	}
@@ -405,7 +423,7 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	}
 	for _, tbl := range restore {
 		name := db + "." + schema.Quote(tbl.Name)
-		ai := tbl.AutoIncrement != 0 && obs.tables[tbl.Name].AutoInc != tbl.AutoIncrement
+		ai := tbl.AutoIncrement != 0 && autoIncDiffers(obs.tables[tbl.Name], tbl)
 		if truncate(tbl) {
 			fmt.Fprintf(&b, "TRUNCATE TABLE %s;\n", name)
 			ddl++
@@ -555,6 +573,7 @@ var brokenDetector func(table string) bool
 // observation is what one detection query read.
 type observation struct {
 	tables    map[string]TableState
+	second    int64 // the server's clock when tables was read
 	serverDDL int64
 	own       mark
 	routines  string // with Target.Dir: the digest of routines and events
@@ -602,7 +621,7 @@ func readDDLStatus(ctx context.Context, db queryer) (int64, error) {
 // makes the next check count more statements as others', never fewer, and
 // the daemon's own statements since then are counted on both sides.
 func (rs *resetter) rebaseline(ctx context.Context) (*Baseline, error) {
-	tables, err := readTableStates(ctx, rs.conn, rs.t.Flavor, map[string]bool{rs.t.Database: true})
+	tables, second, err := readTableStates(ctx, rs.conn, rs.t.Flavor, map[string]bool{rs.t.Database: true})
 	if err != nil {
 		return nil, err
 	}
@@ -610,7 +629,7 @@ func (rs *resetter) rebaseline(ctx context.Context) (*Baseline, error) {
 	if states == nil {
 		states = map[string]TableState{}
 	}
-	b := &Baseline{Tables: states, ServerDDL: rs.obs.serverDDL, own: rs.obs.own}
+	b := &Baseline{Tables: states, ServerDDL: rs.obs.serverDDL, own: rs.obs.own, Second: second}
 	if rs.t.Dir != "" {
 		sigs, err := readRoutineDigests(ctx, rs.conn, map[string]bool{rs.t.Database: true})
 		if err != nil {
@@ -625,7 +644,7 @@ func (rs *resetter) rebaseline(ctx context.Context) (*Baseline, error) {
 }
 
 func (o *observation) baseline() *Baseline {
-	return &Baseline{Tables: o.tables, ServerDDL: o.serverDDL, own: o.own, Dir: o.dir, Routines: o.routines}
+	return &Baseline{Tables: o.tables, ServerDDL: o.serverDDL, own: o.own, Dir: o.dir, Routines: o.routines, Second: o.second}
 }
 
 func tableNames(ts []*schema.Table) string {

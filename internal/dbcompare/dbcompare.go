@@ -107,8 +107,11 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 			s.Checksums[strings.TrimPrefix(n, name+".")] = sum
 		}
 	}
-	err = schema.EachRow(ctx, conn, `SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES
-		WHERE TABLE_SCHEMA = ? AND AUTO_INCREMENT IS NOT NULL`, []any{name}, func(rows *sql.Rows) error {
+	// MySQL shows NULL for a table no row was ever written to, whose next
+	// value is 1 (MariaDB shows 1).
+	err = schema.EachRow(ctx, conn, `SELECT t.TABLE_NAME, COALESCE(t.AUTO_INCREMENT, 1) FROM information_schema.TABLES t
+		JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME
+		WHERE t.TABLE_SCHEMA = ? AND t.TABLE_TYPE = 'BASE TABLE' AND c.EXTRA LIKE '%auto_increment%'`, []any{name}, func(rows *sql.Rows) error {
 		var n string
 		var ai int64
 		if err := rows.Scan(&n, &ai); err != nil {
