@@ -27,7 +27,7 @@ type scan struct {
 	tables    map[string]map[string]TableState // by database, then table
 	routines  map[string]string                // by database
 	stats     map[string]map[string]bool       // tables whose statistics moved, by database
-	second    int64 // the server's clock when tables was read
+	second    int64                            // the server's clock when tables was read
 	serverDDL int64
 	own       mark
 	err       error
