@@ -143,7 +143,7 @@ property: deps
 ## docs/benchmarks-reset.svg. `go run ./cmd/bench --quick` is the one-minute check.
 .PHONY: bench
 bench: deps
-	$(GO) run ./bench --out docs $(BENCH_ARGS)
+	$(GO) run ./cmd/bench --out docs $(BENCH_ARGS)
 
 ## k8s-up: build (once, into .tools/k8s) and start a single-node Kubernetes
 ## cluster on loopback for tests; KUBECONFIG=.tools/k8s/admin.kubeconfig.
