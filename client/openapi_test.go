@@ -21,22 +21,34 @@ const openAPIDocument = "../api/openapi/testdb.swagger.json"
 // apiTypes maps the OpenAPI document's definitions to the client's
 // hand-written types.
 var apiTypes = map[string]reflect.Type{
-	"v1Template":              reflect.TypeFor[client.Template](),
-	"v1BuildTimings":          reflect.TypeFor[client.BuildTimings](),
-	"v1PoolCounts":            reflect.TypeFor[client.PoolCounts](),
-	"v1Lease":                 reflect.TypeFor[client.Lease](),
-	"v1ResetReport":           reflect.TypeFor[client.ResetReport](),
-	"v1ResetPhases":           reflect.TypeFor[client.ResetPhases](),
-	"v1Instance":              reflect.TypeFor[client.Instance](),
-	"v1Setting":               reflect.TypeFor[client.Setting](),
-	"v1GetStatsResponse":      reflect.TypeFor[client.Stats](),
-	"v1StrategyStats":         reflect.TypeFor[client.StrategyStats](),
-	"v1LatencyStats":          reflect.TypeFor[client.LatencyStats](),
-	"v1MigrationFile":         reflect.TypeFor[client.MigrationFile](),
-	"v1EnsureTemplateRequest": reflect.TypeFor[client.EnsureTemplateRequest](),
-	"v1AcquireLeaseRequest":   reflect.TypeFor[client.AcquireLeaseRequest](),
-	"v1Strategy":              reflect.TypeFor[client.Strategy](),
-	"v1TemplateState":         reflect.TypeFor[client.TemplateState](),
+	"v1Template":                          reflect.TypeFor[client.Template](),
+	"v1BuildTimings":                      reflect.TypeFor[client.BuildTimings](),
+	"v1PoolCounts":                        reflect.TypeFor[client.PoolCounts](),
+	"v1Lease":                             reflect.TypeFor[client.Lease](),
+	"v1ResetReport":                       reflect.TypeFor[client.ResetReport](),
+	"v1ResetPhases":                       reflect.TypeFor[client.ResetPhases](),
+	"v1Instance":                          reflect.TypeFor[client.Instance](),
+	"v1Setting":                           reflect.TypeFor[client.Setting](),
+	"v1GetStatsResponse":                  reflect.TypeFor[client.Stats](),
+	"v1StrategyStats":                     reflect.TypeFor[client.StrategyStats](),
+	"v1LatencyStats":                      reflect.TypeFor[client.LatencyStats](),
+	"v1MigrationFile":                     reflect.TypeFor[client.MigrationFile](),
+	"v1EnsureTemplateRequest":             reflect.TypeFor[client.EnsureTemplateRequest](),
+	"v1AcquireLeaseRequest":               reflect.TypeFor[client.AcquireLeaseRequest](),
+	"v1Strategy":                          reflect.TypeFor[client.Strategy](),
+	"v1TemplateState":                     reflect.TypeFor[client.TemplateState](),
+	"v1BuildProgress":                     reflect.TypeFor[client.BuildProgress](),
+	"v1ExternalBuild":                     reflect.TypeFor[client.ExternalBuild](),
+	"TestDBServiceBeginTemplateBuildBody": reflect.TypeFor[beginBody](),
+}
+
+// beginBody is BeginTemplateBuildRequest without the name, which is in the
+// path.
+type beginBody struct {
+	ContentHash string `json:"content_hash"`
+	Engine      string `json:"engine"`
+	PoolSize    int32  `json:"pool_size"`
+	TTLSeconds  int32  `json:"ttl_seconds"`
 }
 
 // wrappers are definitions the client reads or writes through small
@@ -47,6 +59,11 @@ var wrappers = []string{
 	"v1AcquireLeaseResponse", "v1GetLeaseResponse", "v1ListLeasesResponse", "v1RenewLeaseResponse",
 	"v1ResetLeaseResponse", "v1ReleaseLeaseResponse", "v1ListInstancesResponse",
 	"TestDBServiceRenewLeaseBody", "TestDBServiceResetLeaseBody", "rpcStatus", "protobufAny",
+	// FinishTemplateBuild and AbortTemplateBuild: client.go sends their
+	// bodies as maps; WatchTemplate's stream is read in builds.go.
+	"TestDBServiceFinishTemplateBuildBody", "TestDBServiceAbortTemplateBuildBody", "v1FinishTemplateBuildResponse",
+	"v1AbortTemplateBuildResponse", "v1WatchTemplateResponse", "Streamresultofv1WatchTemplateResponse",
+	"v1BeginTemplateBuildResponse", // client.BeginTemplateBuildResponse, whose Build is a pointer: nil when there is nothing to build
 	// GET /v1/events, which the dashboard reads; the Go client does not model it yet.
 	"v1ListEventsResponse", "v1ResetEvent", "v1Event",
 }

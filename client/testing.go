@@ -91,8 +91,10 @@ func TestLease(tb testing.TB, opts TestOptions) *Lease {
 	if opts.Template == "" {
 		tb.Fatal("testdbd: TestOptions.Template is empty: name the template to lease from")
 	}
+	hash := ""
 	if opts.MigrationsDir != "" {
-		if err := ensureOnce(c, opts); err != nil {
+		var err error
+		if hash, err = ensureOnce(c, opts); err != nil {
 			tb.Fatalf("testdbd: template %s from %s: %v", opts.Template, opts.MigrationsDir, err)
 		}
 	}
@@ -106,7 +108,7 @@ func TestLease(tb testing.TB, opts TestOptions) *Lease {
 	defer cancel()
 	l, err := c.AcquireLease(ctx, AcquireLeaseRequest{
 		Template: opts.Template, Strategy: opts.Strategy, TTLSeconds: seconds(opts.TTL),
-		Worker: worker, WaitTimeoutMs: opts.WaitTimeout.Milliseconds(),
+		Worker: worker, WaitTimeoutMs: opts.WaitTimeout.Milliseconds(), TemplateHash: hash,
 	})
 	if err != nil {
 		tb.Fatalf("testdbd: lease a database of template %s: %v", opts.Template, err)
@@ -263,6 +265,7 @@ var shared = struct {
 
 type ensureResult struct {
 	done chan struct{}
+	hash string // the build ensured, which leases are pinned to
 	err  error
 }
 
@@ -316,11 +319,14 @@ func sharedClient(addr, token, caFile string) (*Client, error) {
 }
 
 // ensureOnce uploads opts.MigrationsDir with EnsureTemplate once per test
-// binary and content; concurrent tests wait for the first one's build.
-func ensureOnce(c *Client, opts TestOptions) error {
+// binary and content; concurrent tests wait for the first one's build. It
+// returns the build's hash, which the binary's leases are pinned to: a
+// second checkout that ensures other migrations under the same name, on
+// the same daemon, does not change the schema this binary gets.
+func ensureOnce(c *Client, opts TestOptions) (string, error) {
 	files, err := ReadMigrations(opts.MigrationsDir)
 	if err != nil {
-		return err
+		return "", err
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", c.Addr(), opts.Template, opts.SeedSQL)
@@ -337,13 +343,17 @@ func ensureOnce(c *Client, opts TestOptions) error {
 	shared.mu.Unlock()
 	if ok {
 		<-r.done
-		return r.err
+		return r.hash, r.err
 	}
 	defer close(r.done)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	_, r.err = c.EnsureTemplate(ctx, EnsureTemplateRequest{Name: opts.Template, Migrations: files, SeedSQL: opts.SeedSQL})
-	return r.err
+	tpl, err := c.EnsureTemplate(ctx, EnsureTemplateRequest{Name: opts.Template, Migrations: files, SeedSQL: opts.SeedSQL})
+	if err == nil {
+		r.hash = tpl.Hash
+	}
+	r.err = err
+	return r.hash, r.err
 }
 
 // ReadMigrations reads the goose migrations (*.sql files) of a local

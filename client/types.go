@@ -109,6 +109,13 @@ type Template struct {
 	Triggers   int32         `json:"triggers"`
 	Routines   int32         `json:"routines"`
 	Events     int32         `json:"events"`
+	// Current: the name resolves to this build (the most recently ensured
+	// ready one). Other live builds of the name are leased by hash.
+	Current  bool          `json:"current"`
+	Progress BuildProgress `json:"progress"`
+	// Source is how the template came to be: "migrations", "external" (the
+	// caller's migrator) or "cache".
+	Source string `json:"source"`
 }
 
 // BuildTimings are a template build's phases, in milliseconds.
@@ -119,6 +126,18 @@ type BuildTimings struct {
 	CaptureMs   float64 `json:"capture_ms"`
 	CloneMs     float64 `json:"clone_ms"`
 	TotalMs     float64 `json:"total_ms"`
+	RestoreMs   float64 `json:"restore_ms"` // from the template cache
+}
+
+// BuildProgress is where a template build is: Phase is "waiting",
+// "migrating" (Step of Steps, running Migration), "seeding", "external",
+// "restoring", "capturing", "cloning", "done" or "failed".
+type BuildProgress struct {
+	Phase     string  `json:"phase"`
+	Step      int32   `json:"step"`
+	Steps     int32   `json:"steps"`
+	Migration string  `json:"migration"`
+	ElapsedMs float64 `json:"elapsed_ms"`
 }
 
 // PoolCounts are a template's worker databases by state.
@@ -145,6 +164,12 @@ type AcquireLeaseRequest struct {
 	// MaxConnections caps the lease's connections; 0 means the daemon's
 	// default.
 	MaxConnections int32 `json:"max_connections,omitempty"`
+	// TemplateHash pins the lease to the build of Template with this hash
+	// (Template.Hash as EnsureTemplate returned it): when the name points at
+	// another build the acquire fails with CodeConflict naming both hashes,
+	// instead of handing out another schema. Empty means the name's current
+	// build.
+	TemplateHash string `json:"template_hash,omitempty"`
 }
 
 // Lease is exclusive use of one worker database, with its own MySQL user.

@@ -306,7 +306,7 @@ func TestTemplatesHeal(t *testing.T) {
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("the acquire waited %v instead of failing at once", d)
 			}
-			got, _ := e.m.GetTemplate("app")
+			got, _ := e.m.GetTemplate("app", "")
 			if got.State != templates.Degraded || !strings.Contains(got.Err, "error 28") {
 				t.Errorf("template while clones fail: %s %q", got.State, got.Err)
 			}
@@ -319,7 +319,7 @@ func TestTemplatesHeal(t *testing.T) {
 			if err != nil {
 				t.Fatalf("acquire after clones work again: %v", err)
 			}
-			if got, _ := e.m.GetTemplate("app"); got.State != templates.Ready {
+			if got, _ := e.m.GetTemplate("app", ""); got.State != templates.Ready {
 				t.Errorf("template after recovery: %s %q", got.State, got.Err)
 			}
 			e.m.Release(next.ID)
@@ -351,7 +351,7 @@ func TestTemplatesHeal(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			if got, _ := e.m.GetTemplate("app"); got.Database == info.Database {
+			if got, _ := e.m.GetTemplate("app", ""); got.Database == info.Database {
 				t.Errorf("the template database was not built again: %s", got.Database)
 			}
 		})

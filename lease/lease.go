@@ -79,24 +79,13 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 		conns = m.cfg.LeaseConnections
 	}
 
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return LeaseInfo{}, errClosed
+	t, err := m.readyBuild(ctx, req.Template, req.TemplateHash, wait)
+	if err != nil {
+		return LeaseInfo{}, err
 	}
-	t := m.templates[req.Template]
-	if t == nil {
-		m.mu.Unlock()
-		return LeaseInfo{}, notFoundTemplate(req.Template)
-	}
-	if t.state != templates.Ready {
-		state, err := t.state, t.err
-		m.mu.Unlock()
-		if state == templates.Failed {
-			return LeaseInfo{}, testdbd.Errorf(testdbd.EConflict, "template %s failed to build: %v; fix the migrations and call EnsureTemplate again", req.Template, err)
-		}
-		return LeaseInfo{}, testdbd.Errorf(testdbd.EUnavailable, "template %s is still building: wait for EnsureTemplate to return, then acquire", req.Template)
-	}
+	// The wait for the build counts against the wait for a database.
+	wait -= time.Since(start)
+	t.used = time.Now()
 	if db := t.pickReadyLocked(req.Worker); db != nil {
 		l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, 0, conns)
 		info := m.leaseInfoLocked(l)
@@ -163,6 +152,46 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 	}
 	m.stats.Acquired(waited, waited)
 	return info, nil
+}
+
+// readyBuild returns, locked, the build of name that hash names (the
+// current one when hash is empty), waiting up to wait for it while it is
+// being built.
+func (m *Manager) readyBuild(ctx context.Context, name, hash string, wait time.Duration) (*template, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, errClosed
+		}
+		t, err := m.resolveLocked(name, hash)
+		if err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
+		switch t.state {
+		case templates.Ready:
+			return t, nil
+		case templates.Failed:
+			err := t.err
+			m.mu.Unlock()
+			return nil, testdbd.Errorf(testdbd.EConflict, "template %s failed to build: %v; fix the migrations and call EnsureTemplate again", name, err)
+		}
+		done := t.done
+		m.mu.Unlock()
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case <-done:
+			timer.Stop()
+		case <-timer.C:
+			return nil, testdbd.Errorf(testdbd.EUnavailable,
+				"template %s is still building after the acquire waited %s for it: wait for the build (testdbd template wait %s), then acquire, or pass a longer wait_timeout_ms", name, wait.Round(time.Millisecond), name)
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, testdbd.Errorf(testdbd.ETimeout, "gave up waiting for template %s to build: %v", name, ctx.Err())
+		}
+	}
 }
 
 // capConnections gives the lease's account the connection cap its request

@@ -102,7 +102,7 @@ func (e *env) waitPool(t *testing.T, name string, ready int) templates.PoolCount
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		info, err := e.m.GetTemplate(name)
+		info, err := e.m.GetTemplate(name, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,7 +467,7 @@ func TestTemplates(t *testing.T) {
 					t.Errorf("%s: %v", what, err)
 				}
 			}
-			if _, err := e.m.GetTemplate("nope"); testdbd.ErrorCode(err) != testdbd.ENotFound {
+			if _, err := e.m.GetTemplate("nope", ""); testdbd.ErrorCode(err) != testdbd.ENotFound {
 				t.Errorf("unknown template: %v", err)
 			}
 			if _, err := e.m.Acquire(ctx, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "nope"}); testdbd.ErrorCode(err) != testdbd.ENotFound {
@@ -488,7 +488,7 @@ func TestTemplates(t *testing.T) {
 			if _, err := e.m.Reset(ctx, l.ID, 0); err == nil {
 				t.Error("a lease of a deleted template can still reset")
 			}
-			if _, err := e.m.GetTemplate("app"); testdbd.ErrorCode(err) != testdbd.ENotFound {
+			if _, err := e.m.GetTemplate("app", ""); testdbd.ErrorCode(err) != testdbd.ENotFound {
 				t.Errorf("deleted template: %v", err)
 			}
 		})
@@ -609,7 +609,7 @@ func TestStress(t *testing.T) {
 			// it started.
 			deadline = time.Now().Add(30 * time.Second)
 			for {
-				info, _ := e.m.GetTemplate("app")
+				info, _ := e.m.GetTemplate("app", "")
 				if info.Pool == before {
 					break
 				}
@@ -717,9 +717,10 @@ func TestMassRelease(t *testing.T) {
 }
 
 // TestRetiredTemplateIsReaped replaces a template while it has ready and
-// leased databases: all of them go, and the counts stay right.
+// leased databases: once the old build is stale, all of them go, and the
+// counts stay right.
 func TestRetiredTemplateIsReaped(t *testing.T) {
-	e := newEnv(t, testenv.Providers()[0], 1, lease.Config{PoolSize: 3})
+	e := newEnv(t, testenv.Providers()[0], 1, lease.Config{PoolSize: 3, StaleBuild: time.Second, IdleTrim: time.Second})
 	e.ensure(t, "app", 3)
 	e.waitPool(t, "app", 3)
 	l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})

@@ -16,6 +16,7 @@ import (
 	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/stats"
 	"github.com/testdbd/testdbd/strategies"
+	"github.com/testdbd/testdbd/templates"
 )
 
 // Defaults for the zero values of Config.
@@ -29,6 +30,7 @@ const (
 	DefaultPerInstance  = 32
 	DefaultMaxDatabases = 64
 	DefaultIdleTrim     = time.Minute
+	DefaultStaleBuild   = 10 * time.Minute
 	DefaultBuildTimeout = 10 * time.Minute
 	DefaultMaxBuild     = time.Hour
 	DefaultMaxBuilds    = 2
@@ -78,6 +80,14 @@ type Config struct {
 	// been idle this long (a burst of demand grows pools; this shrinks them
 	// back). 0 means DefaultIdleTrim.
 	IdleTrim time.Duration
+	// StaleBuild is how long a build its name no longer points at stays
+	// leasable by hash after its last lease, ensure or acquire. 0 means
+	// DefaultStaleBuild.
+	StaleBuild time.Duration
+	// CacheDir is the template cache's directory (templates.Cache); empty
+	// means no cache. CacheBytes caps it (0: no cap).
+	CacheDir   string
+	CacheBytes int64
 }
 
 // Manager owns templates, worker databases and leases. It is safe for
@@ -100,11 +110,12 @@ type Manager struct {
 
 	mu        sync.Mutex
 	closed    bool
-	templates map[string]*template // by name
-	retired   []*template          // replaced templates still holding leases
-	hosts     map[string]*host     // by instance id
-	leases    map[string]*lease    // active leases by id
-	ended     map[string]*lease    // recently ended leases, for clear errors
+	templates map[string][]*template // live builds by name (see EnsureTemplate)
+	cache     *templates.Cache       // nil without Config.CacheDir
+	retired   []*template            // replaced templates still holding leases
+	hosts     map[string]*host       // by instance id
+	leases    map[string]*lease      // active leases by id
+	ended     map[string]*lease      // recently ended leases, for clear errors
 	endedFIFO []string
 	dbTotal   int // worker databases, all states
 	seq       int64
@@ -124,6 +135,7 @@ func New(cfg Config) *Manager {
 	positive(&cfg.DefaultWait, DefaultWait)
 	positive(&cfg.MaxWait, DefaultMaxWait)
 	positive(&cfg.IdleTrim, DefaultIdleTrim)
+	positive(&cfg.StaleBuild, DefaultStaleBuild)
 	positive(&cfg.BuildTimeout, DefaultBuildTimeout)
 	positive(&cfg.MaxBuildTimeout, DefaultMaxBuild)
 	positive(&cfg.MaxBuilds, DefaultMaxBuilds)
@@ -139,10 +151,14 @@ func New(cfg Config) *Manager {
 		cfg.MigrationsRoot, _ = os.Getwd()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{
+	var cache *templates.Cache
+	if cfg.CacheDir != "" {
+		cache = &templates.Cache{Dir: cfg.CacheDir, MaxBytes: cfg.CacheBytes}
+	}
+	return &Manager{cache: cache,
 		cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet, stats: stats.New(cfg.Registerer),
 		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), buildSlots: make(chan struct{}, cfg.MaxBuilds),
-		templates: map[string]*template{}, hosts: map[string]*host{},
+		templates: map[string][]*template{}, hosts: map[string]*host{},
 		leases: map[string]*lease{}, ended: map[string]*lease{},
 	}
 }
@@ -174,7 +190,7 @@ func (m *Manager) Close(ctx context.Context) error {
 			l.timer.Stop()
 		}
 	}
-	for _, t := range m.templates {
+	for _, t := range m.liveLocked() {
 		for _, w := range t.waiters {
 			w.reason = "the daemon is shutting down"
 			close(w.gone)
@@ -197,11 +213,16 @@ func (m *Manager) Close(ctx context.Context) error {
 }
 
 func (m *Manager) allTemplatesLocked() []*template {
-	all := make([]*template, 0, len(m.templates)+len(m.retired))
-	for _, t := range m.templates {
-		all = append(all, t)
+	return append(m.liveLocked(), m.retired...)
+}
+
+// liveLocked returns every live build of every name.
+func (m *Manager) liveLocked() []*template {
+	var all []*template
+	for _, ts := range m.templates {
+		all = append(all, ts...)
 	}
-	return append(all, m.retired...)
+	return all
 }
 
 func (m *Manager) kickFill() {

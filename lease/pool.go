@@ -41,11 +41,12 @@ func (m *Manager) fill() {
 	if m.closed {
 		return
 	}
+	m.retireStaleLocked()
 	for _, t := range m.templatesByNeedLocked() {
 		m.trimLocked(t)
 		for m.jobs < m.cfg.Clones {
 			c := t.countsLocked()
-			want := t.poolSize + len(t.waiters) - c.Ready - c.Creating - c.Resetting
+			want := t.targetLocked() + len(t.waiters) - c.Ready - c.Creating - c.Resetting
 			if want <= 0 {
 				t.blocked = ""
 				break
@@ -60,7 +61,7 @@ func (m *Manager) fill() {
 // trimLocked drops ready databases beyond t's target that have been idle
 // for IdleTrim.
 func (m *Manager) trimLocked(t *template) {
-	surplus := t.countsLocked().Ready - t.poolSize
+	surplus := t.countsLocked().Ready - t.targetLocked()
 	if surplus <= 0 || len(t.waiters) > 0 {
 		return
 	}
@@ -78,7 +79,7 @@ func (m *Manager) trimLocked(t *template) {
 // templatesByNeedLocked returns the ready templates, those with waiters first.
 func (m *Manager) templatesByNeedLocked() []*template {
 	var first, rest []*template
-	for _, t := range m.templates {
+	for _, t := range m.liveLocked() {
 		if t.state != templates.Ready || t.backingOffLocked() {
 			continue
 		}
@@ -218,7 +219,7 @@ func (m *Manager) evictIdleLocked(t *template) bool {
 	}
 	var victim *workerDB
 	most := 0
-	for _, other := range m.templates {
+	for _, other := range m.liveLocked() {
 		if other == t {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"time"
 
@@ -26,9 +27,25 @@ type template struct {
 	done      chan struct{} // closed when the first build ends (ready or failed)
 	created   time.Time
 	build     templates.Timings
-	result    migrations.Result
-	poolSize  int
-	retired   bool
+	progress  templates.Progress // Elapsed is computed when read, from began
+	began     time.Time
+	source    string // templates.SourceMigrations, SourceExternal or SourceCache
+	// cachedSource is, for a template restored from the cache, how it was
+	// made before it was cached.
+	cachedSource string
+	// ext is an external build's scratch database while the caller's
+	// migrator works on it.
+	ext      *externalBuild
+	result   migrations.Result
+	poolSize int
+	retired  bool
+	// current: the build the name resolves to (see currentLocked); the
+	// others of the name keep no pool of their own beyond their waiters.
+	current bool
+	// ensured and used: when the build was last asked for by an ensure, and
+	// by an acquire. A build that is not its name's current one is retired
+	// once it has no lease and neither happened for StaleBuild.
+	ensured, used time.Time
 	// buildTimeout bounds each build of the template database
 	// (templates.BuildOptions.Timeout).
 	buildTimeout time.Duration
@@ -89,10 +106,16 @@ type waiter struct {
 }
 
 // EnsureTemplate builds the template described by req, or finds it when a
-// template of the same name was already built from the same content.
-// Concurrent calls for the same content share one build. Unless req.Async,
-// it waits for the build, bounded by ctx. A failed build returns the
-// template with its error.
+// build of the same name and content is live. Concurrent calls for the same
+// content share one build. Unless req.Async, it waits for the build,
+// bounded by ctx. A failed build returns the template with its error.
+//
+// A name can have several live builds (one per content, i.e. hash): the
+// one most recently ensured that is ready is the name's current build,
+// which unpinned acquires get; the others stay leasable by hash (pinned
+// acquires) until they have had no lease, ensure or acquire for
+// Config.StaleBuild. A build of new content becomes current once it is ready; the
+// previous one serves the name until then.
 func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (templates.Info, error) {
 	spec, err := templates.Prepare(req, m.fleet.Provider().Engine(), m.cfg.MigrationsRoot)
 	if err != nil {
@@ -120,26 +143,30 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (te
 		m.mu.Unlock()
 		return templates.Info{}, errClosed
 	}
-	t := m.templates[req.Name]
+	t := m.buildOfLocked(req.Name, hash)
 	switch {
-	case t != nil && t.hash == hash && !(t.state == templates.Failed && !t.userError):
+	case t != nil && !(t.state == templates.Failed && !t.userError):
 		if t.state == templates.Ready && req.PoolSize != 0 && req.PoolSize != t.poolSize {
 			t.poolSize = req.PoolSize
 			m.kickFill()
 		}
+		t.ensured = time.Now()
 	default:
 		if t != nil {
-			m.retireLocked(t, fmt.Sprintf("template %s was replaced by a build of other migrations", t.name))
+			m.retireLocked(t, fmt.Sprintf("template %s (%s) is built again: its build failed", t.name, templates.Short(t.hash)))
 		}
+		now := time.Now()
 		t = &template{name: req.Name, hash: hash, src: src, state: templates.Building, done: make(chan struct{}),
-			created: time.Now(), poolSize: poolSize, buildTimeout: buildTimeout,
+			created: now, ensured: now, began: now, poolSize: poolSize, buildTimeout: buildTimeout,
+			source: templates.SourceMigrations, progress: templates.Progress{Phase: templates.PhaseWaiting},
 			replicas: map[string]*replica{}, building: map[string]bool{}}
 		t.ctx, t.cancel = context.WithCancelCause(m.ctx)
-		m.templates[req.Name] = t
+		m.templates[req.Name] = append(m.templates[req.Name], t)
 		m.builds++
 		m.log.Info("building template", "template", t.name, "hash", templates.Short(hash), "migrations", len(files))
 		m.goBackground(func(context.Context) { m.buildFirst(t.ctx, t) })
 	}
+	m.refreshCurrentLocked(req.Name)
 	m.mu.Unlock()
 
 	if !req.Async {
@@ -164,8 +191,8 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (te
 }
 
 // buildFirst builds a template for the first time: picks a server, runs the
-// migrations and the seed, captures the result, and creates the first
-// worker database.
+// migrations and the seed (or restores the template from the cache),
+// captures the result, and creates the first worker database.
 func (m *Manager) buildFirst(ctx context.Context, t *template) {
 	start := time.Now()
 	st, err := m.serverForTemplate(ctx, t)
@@ -176,6 +203,15 @@ func (m *Manager) buildFirst(ctx context.Context, t *template) {
 	if err == nil {
 		rep, err = m.buildReplica(ctx, t, st, true)
 	}
+	m.completeFirst(ctx, t, rep, err, start)
+}
+
+// completeFirst ends a template's first build: on success it makes the
+// first worker database before callers are told the template is ready (so
+// that their first acquire finds it in the pool; its time is part of the
+// build report; the filler makes the rest) and saves the template to the
+// cache; on failure the template is FAILED with err.
+func (m *Manager) completeFirst(ctx context.Context, t *template, rep *replica, err error, start time.Time) {
 	m.mu.Lock()
 	if err == nil && rep.host.dead {
 		err = testdbd.Errorf(testdbd.EUnavailable, "server instance %s died during the build: %v", rep.host.ID(), rep.host.deathErr)
@@ -184,17 +220,18 @@ func (m *Manager) buildFirst(ctx context.Context, t *template) {
 		t.state, t.err = templates.Failed, err
 		t.userError = migrations.IsBuildError(err)
 		t.build.Total = time.Since(start)
+		t.progress.Phase = templates.PhaseFailed
 		close(t.done)
+		m.refreshCurrentLocked(t.name)
 		m.reapLocked(t)
 		m.mu.Unlock()
 		m.log.Warn("template build failed", "template", t.name, "err", err)
 		m.event("error", "template_failed", fmt.Sprintf("template %s failed to build: %v", t.name, err), t.name, "", "", "")
 		return
 	}
-	// The first worker database is made before callers are told the
-	// template is ready, so that their first acquire finds it in the pool;
-	// its time is part of the build report. The filler makes the rest.
 	t.state = templates.Ready
+	t.progress = templates.Progress{Phase: templates.PhaseCloning}
+	m.refreshCurrentLocked(t.name)
 	db := m.registerDBLocked(t, rep)
 	m.mu.Unlock()
 	cstart := time.Now()
@@ -204,20 +241,60 @@ func (m *Manager) buildFirst(ctx context.Context, t *template) {
 	m.mu.Lock()
 	t.build.Clone = time.Since(cstart)
 	t.build.Total = time.Since(start)
+	t.progress.Phase = templates.PhaseDone
 	close(t.done)
+	source := t.source
 	m.mu.Unlock()
-	m.log.Info("template ready", "template", t.name, "hash", templates.Short(t.hash), "tables", len(rep.schema.Tables),
-		"migrate", t.build.Migrate.Round(time.Millisecond), "total", t.build.Total.Round(time.Millisecond))
+	m.log.Info("template ready", "template", t.name, "hash", templates.Short(t.hash), "source", source, "tables", len(rep.schema.Tables),
+		"migrate", t.build.Migrate.Round(time.Millisecond), "restore", t.build.Restore.Round(time.Millisecond),
+		"total", t.build.Total.Round(time.Millisecond))
+	if source != templates.SourceCache && m.cache != nil {
+		m.goBackground(func(ctx context.Context) { m.saveToCache(ctx, t, rep) })
+	}
 	m.kickFill()
 }
 
-// buildReplica creates the template database on st: runs the migrations and
-// the seed, captures the definition. The first build records its timings.
+// saveToCache writes the image of a template just built to the cache.
+func (m *Manager) saveToCache(ctx context.Context, t *template, rep *replica) {
+	if m.cache.Has(t.hash) {
+		return
+	}
+	start := time.Now()
+	hdr := m.imageHeader(t, rep)
+	size, err := m.cache.Save(t.hash, func(w io.Writer) error { return templates.WriteImage(ctx, rep.host.DB, hdr, w) })
+	if err != nil {
+		if !isCanceled(err) {
+			m.log.Warn("template not cached", "template", t.name, "hash", templates.Short(t.hash), "err", err)
+		}
+		return
+	}
+	m.log.Info("template cached", "template", t.name, "hash", templates.Short(t.hash), "bytes", size,
+		"took", time.Since(start).Round(time.Millisecond), "dir", m.cache.Dir)
+}
+
+// imageHeader describes rep, a replica of t, for an image.
+func (m *Manager) imageHeader(t *template, rep *replica) templates.ImageHeader {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	source := t.source
+	if source == templates.SourceCache {
+		source = t.cachedSource
+	}
+	return templates.ImageHeader{Engine: m.fleet.Provider().Engine().String(), Hash: t.hash, Name: t.name, Source: source,
+		Version: t.result.Version, Migrations: append([]string(nil), t.result.Applied...), Schema: rep.schema}
+}
+
+// buildReplica creates the template database on st. The first build of a
+// template restores it from the cache when the cache has it, else runs the
+// migrations and the seed; later replicas run the migrations again, or,
+// for a template that has none the daemon can run (external, cached),
+// copy an existing replica. The first build records its timings.
 func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first bool) (*replica, error) {
 	// Two templates may have the same content (under different names, or
 	// one replacing a failed build): each gets a database of its own.
 	m.mu.Lock()
 	name := fmt.Sprintf("tdb_%s_t%d", templates.Short(t.hash), m.nextSeq())
+	source := t.source
 	m.mu.Unlock()
 	waitStart := time.Now()
 	select {
@@ -230,36 +307,208 @@ func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first
 		t.build.Provision += time.Since(waitStart)
 		m.mu.Unlock()
 	}
-	built, err := templates.Build(ctx, st.Member, st.ddl, name, t.src,
-		templates.BuildOptions{Timeout: t.buildTimeout, Log: m.log.With("template", t.name)})
+	opts := templates.BuildOptions{Timeout: t.buildTimeout, Log: m.log.With("template", t.name)}
+	if first {
+		opts.Progress = func(phase string, step, steps int, migration string) {
+			m.mu.Lock()
+			t.progress = templates.Progress{Phase: phase, Step: step, Steps: steps, Migration: migration}
+			m.mu.Unlock()
+		}
+	}
+	var built *templates.Built
+	var err error
+	restored := false
+	if first {
+		built, restored = m.restoreFromCache(ctx, t, st, name, opts)
+	}
+	switch {
+	case restored:
+	case source == templates.SourceMigrations:
+		built, err = templates.Build(ctx, st.Member, st.ddl, name, t.src, opts)
+	case first:
+		err = testdbd.Errorf(testdbd.EUnavailable, "template %s: its image in the template cache could not be used (see the daemon's log): begin its build again", t.name)
+	default:
+		built, err = m.copyReplica(ctx, t, st, name, opts)
+	}
 	<-m.buildSlots
 	if err != nil {
 		return nil, err
 	}
-	rep := &replica{host: st, db: name, owner: built.Owner, schema: built.Schema}
-	rep.bytes, _ = st.DatabaseBytes(name)
+	if first && !restored && source == templates.SourceMigrations {
+		m.mu.Lock()
+		t.result = built.Result
+		t.build.Migrate, t.build.Seed, t.build.Capture = built.Result.Migrate, built.Result.Seed, built.Capture
+		m.mu.Unlock()
+	}
+	return m.addReplica(t, st, built)
+}
+
+// addReplica records a template database built on st as a replica of t.
+func (m *Manager) addReplica(t *template, st *host, built *templates.Built) (*replica, error) {
+	rep := &replica{host: st, db: built.Database, owner: built.Owner, schema: built.Schema}
+	rep.bytes, _ = st.DatabaseBytes(built.Database)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if st.dead {
 		return nil, testdbd.Errorf(testdbd.EUnavailable, "server instance %s died during the build: %v", st.ID(), st.deathErr)
-	}
-	if first {
-		t.result = built.Result
-		t.build.Migrate, t.build.Seed, t.build.Capture = built.Result.Migrate, built.Result.Seed, built.Capture
 	}
 	st.tables += len(built.Schema.Tables)
 	t.replicas[st.ID()] = rep
 	return rep, nil
 }
 
-// retireLocked takes a template out of the name map: its ready databases
-// are dropped now, the rest when their leases end.
+// restoreFromCache loads t's image from the cache into database name on
+// st, when the cache has a usable one. An image that cannot be used is
+// dropped from the cache, and the template is built from its migrations.
+func (m *Manager) restoreFromCache(ctx context.Context, t *template, st *host, name string, opts templates.BuildOptions) (*templates.Built, bool) {
+	if m.cache == nil {
+		return nil, false
+	}
+	f, err := m.cache.Open(t.hash)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	start := time.Now()
+	hdr, rows, closer, err := templates.ReadImageHeader(f)
+	if err == nil {
+		defer closer.Close()
+		if why := hdr.Compatible(st.Engine(), t.hash); why != "" {
+			err = errors.New(why)
+		}
+	}
+	var built *templates.Built
+	if err == nil {
+		built, err = templates.LoadImage(ctx, st.Member, st.ddl, name, hdr, rows, opts)
+	}
+	if err != nil {
+		if !isCanceled(err) {
+			m.log.Warn("template cache entry not used: building from the migrations", "template", t.name, "hash", templates.Short(t.hash), "err", err)
+			m.cache.Remove(t.hash)
+		}
+		return nil, false
+	}
+	m.mu.Lock()
+	t.source, t.cachedSource = templates.SourceCache, hdr.Source
+	t.result = migrations.Result{Version: hdr.Version, Applied: hdr.Migrations}
+	t.build.Restore = time.Since(start)
+	m.mu.Unlock()
+	m.log.Info("template restored from the cache", "template", t.name, "hash", templates.Short(t.hash), "took", time.Since(start).Round(time.Millisecond))
+	return built, true
+}
+
+// copyReplica makes database name on st a copy of one of t's replicas,
+// through an image streamed from its server.
+func (m *Manager) copyReplica(ctx context.Context, t *template, st *host, name string, opts templates.BuildOptions) (*templates.Built, error) {
+	m.mu.Lock()
+	var src *replica
+	for _, rep := range t.replicas {
+		if !rep.broken && !rep.host.dead {
+			src = rep
+			break
+		}
+	}
+	m.mu.Unlock()
+	if src == nil {
+		return nil, testdbd.Errorf(testdbd.EUnavailable,
+			"template %s has no server left to copy it from (it was not built from migrations the daemon can run again): ensure it again", t.name)
+	}
+	hdr := m.imageHeader(t, src)
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(templates.WriteImage(ctx, src.host.DB, hdr, pw)) }()
+	defer func() { _ = pr.Close() }()
+	got, rows, closer, err := templates.ReadImageHeader(pr)
+	if err != nil {
+		return nil, fmt.Errorf("copy template %s from instance %s: %w", t.name, src.host.ID(), err)
+	}
+	defer closer.Close()
+	built, err := templates.LoadImage(ctx, st.Member, st.ddl, name, got, rows, opts)
+	if err != nil {
+		return nil, fmt.Errorf("copy template %s from instance %s: %w", t.name, src.host.ID(), err)
+	}
+	return built, nil
+}
+
+// buildOfLocked returns the live build of name with hash, or nil.
+func (m *Manager) buildOfLocked(name, hash string) *template {
+	for _, t := range m.templates[name] {
+		if t.hash == hash {
+			return t
+		}
+	}
+	return nil
+}
+
+// currentLocked returns the build name resolves to: the most recently
+// ensured ready one, else the most recently ensured one; nil without any.
+func (m *Manager) currentLocked(name string) *template {
+	var best, ready *template
+	for _, t := range m.templates[name] {
+		if best == nil || !t.ensured.Before(best.ensured) {
+			best = t
+		}
+		if t.state == templates.Ready && (ready == nil || !t.ensured.Before(ready.ensured)) {
+			ready = t
+		}
+	}
+	if ready != nil {
+		return ready
+	}
+	return best
+}
+
+// refreshCurrentLocked marks the current build of name, and retires the
+// failed builds that are not (nothing can use them).
+func (m *Manager) refreshCurrentLocked(name string) {
+	cur := m.currentLocked(name)
+	for _, t := range append([]*template(nil), m.templates[name]...) {
+		was := t.current
+		t.current = t == cur
+		if t.current && !was && len(m.templates[name]) > 1 {
+			m.log.Info("template now points at another build", "template", name, "hash", templates.Short(t.hash))
+		}
+		if !t.current && t.state == templates.Failed {
+			m.retireLocked(t, fmt.Sprintf("template %s has a newer build", name))
+		}
+	}
+	m.kickFill()
+}
+
+// retireStaleLocked retires the builds that are not their name's current
+// one and have had no lease, ensure or acquire for Config.StaleBuild.
+func (m *Manager) retireStaleLocked() {
+	for _, ts := range m.templates {
+		for _, t := range append([]*template(nil), ts...) {
+			if t.current || t.state == templates.Building || len(t.waiters) > 0 || t.countsLocked().Leased > 0 {
+				continue
+			}
+			if stale := m.cfg.StaleBuild; time.Since(t.ensured) >= stale && time.Since(t.used) >= stale {
+				m.log.Info("retiring a build its name no longer points at", "template", t.name, "hash", templates.Short(t.hash))
+				m.retireLocked(t, fmt.Sprintf("template %s points at a newer build", t.name))
+			}
+		}
+	}
+}
+
+// retireLocked takes a build out of the name map: its ready databases are
+// dropped now, the rest when their leases end.
 func (m *Manager) retireLocked(t *template, why string) {
-	delete(m.templates, t.name)
-	t.retired = true
+	ts := m.templates[t.name]
+	for i, x := range ts {
+		if x == t {
+			ts = append(ts[:i:i], ts[i+1:]...)
+			break
+		}
+	}
+	if len(ts) == 0 {
+		delete(m.templates, t.name)
+	} else {
+		m.templates[t.name] = ts
+	}
+	t.retired, t.current = true, false
 	t.cancel(errors.New(why))
 	for _, w := range t.waiters {
-		w.reason = fmt.Sprintf("template %s was replaced by a new build", t.name)
+		w.reason = fmt.Sprintf("template %s (%s) was retired: %s", t.name, templates.Short(t.hash), why)
 		close(w.gone)
 	}
 	t.waiters = nil
@@ -294,26 +543,66 @@ func (m *Manager) reapLocked(t *template) {
 	}
 }
 
-// GetTemplate returns the template with the given name.
-func (m *Manager) GetTemplate(name string) (templates.Info, error) {
+// GetTemplate returns the name's current build, or with hash the build of
+// the name with that hash.
+func (m *Manager) GetTemplate(name, hash string) (templates.Info, error) {
 	m.mu.Lock()
-	t := m.templates[name]
+	t, err := m.resolveLocked(name, hash)
 	m.mu.Unlock()
-	if t == nil {
-		return templates.Info{}, notFoundTemplate(name)
+	if err != nil {
+		return templates.Info{}, err
 	}
 	return m.templateInfo(t), nil
 }
 
-// ListTemplates lists the templates by name.
+// resolveLocked finds the build of name that hash names (the current one
+// when hash is empty).
+func (m *Manager) resolveLocked(name, hash string) (*template, error) {
+	cur := m.currentLocked(name)
+	if cur == nil {
+		return nil, notFoundTemplate(name)
+	}
+	if hash == "" {
+		return cur, nil
+	}
+	if t := m.buildOfLocked(name, hash); t != nil {
+		return t, nil
+	}
+	return nil, testdbd.Errorf(testdbd.EConflict,
+		"template %s is at %s (built %s), not at %s: no live build of the name has that hash; ensure the template with your migrations again (its build is then found or made), or lease without template_hash to take the current one",
+		name, templates.Short(cur.hash), cur.created.UTC().Format(time.RFC3339), hashShown(hash))
+}
+
+// hashShown is a hash as errors show it: short when it is one.
+func hashShown(h string) string {
+	if len(h) == 64 {
+		return templates.Short(h)
+	}
+	if len(h) > 80 {
+		return fmt.Sprintf("%q…", h[:80])
+	}
+	return fmt.Sprintf("%q", h)
+}
+
+// ListTemplates lists every live build, by name, the current one of a name
+// first, then the others newest first.
 func (m *Manager) ListTemplates() []templates.Info {
 	m.mu.Lock()
-	ts := make([]*template, 0, len(m.templates))
-	for _, t := range m.templates {
-		ts = append(ts, t)
+	var ts []*template
+	for _, builds := range m.templates {
+		ts = append(ts, builds...)
 	}
 	m.mu.Unlock()
-	sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
+	sort.Slice(ts, func(i, j int) bool {
+		a, b := ts[i], ts[j]
+		switch {
+		case a.name != b.name:
+			return a.name < b.name
+		case a.current != b.current:
+			return a.current
+		}
+		return a.created.After(b.created)
+	})
 	out := make([]templates.Info, len(ts))
 	for i, t := range ts {
 		out[i] = m.templateInfo(t)
@@ -325,15 +614,18 @@ func (m *Manager) ListTemplates() []templates.Info {
 // refuses unless force, which ends those leases.
 func (m *Manager) DeleteTemplate(ctx context.Context, name string, force bool) (templates.Info, error) {
 	m.mu.Lock()
-	t := m.templates[name]
+	t := m.currentLocked(name)
 	if t == nil {
 		m.mu.Unlock()
 		return templates.Info{}, notFoundTemplate(name)
 	}
+	builds := append([]*template(nil), m.templates[name]...)
 	var held []*lease
-	for _, db := range t.dbs {
-		if db.lease != nil {
-			held = append(held, db.lease)
+	for _, b := range builds {
+		for _, db := range b.dbs {
+			if db.lease != nil {
+				held = append(held, db.lease)
+			}
 		}
 	}
 	if len(held) > 0 && !force {
@@ -345,7 +637,9 @@ func (m *Manager) DeleteTemplate(ctx context.Context, name string, force bool) (
 		m.endLeaseLocked(l, LeaseReleased, "template "+name+" was deleted")
 	}
 	info := m.templateInfoLocked(t)
-	m.retireLocked(t, "template "+name+" was deleted")
+	for _, b := range builds {
+		m.retireLocked(b, "template "+name+" was deleted")
+	}
 	m.mu.Unlock()
 	m.log.Info("template deleted", "template", name, "leases_ended", len(held))
 	return info, nil
@@ -363,9 +657,15 @@ func (m *Manager) templateInfo(t *template) templates.Info {
 
 func (m *Manager) templateInfoLocked(t *template) templates.Info {
 	info := templates.Info{
-		Name: t.name, Hash: t.hash, State: t.stateLocked(), Build: t.build, CreatedAt: t.created,
+		Name: t.name, Hash: t.hash, State: t.stateLocked(), Build: t.build, CreatedAt: t.created, Current: t.current,
+		Progress: t.progress, Source: t.source,
 		Engine: m.fleet.Provider().Engine().String(), Version: t.result.Version,
 		Migrations: append([]string(nil), t.result.Applied...),
+	}
+	if t.state == templates.Building {
+		info.Progress.Elapsed = time.Since(t.began)
+	} else {
+		info.Progress.Elapsed = t.build.Total
 	}
 	if t.err != nil {
 		info.Err = t.err.Error()
@@ -384,8 +684,18 @@ func (m *Manager) templateInfoLocked(t *template) templates.Info {
 	return info
 }
 
+// targetLocked is the number of ready databases t keeps: its pool size
+// when it is its name's current build, none otherwise (databases are then
+// made for waiters, and released ones come back ready).
+func (t *template) targetLocked() int {
+	if t.current {
+		return t.poolSize
+	}
+	return 0
+}
+
 func (t *template) countsLocked() templates.PoolCounts {
-	c := templates.PoolCounts{Target: t.poolSize}
+	c := templates.PoolCounts{Target: t.targetLocked()}
 	for _, db := range t.dbs {
 		switch db.state {
 		case dbReady:

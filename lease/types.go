@@ -8,11 +8,14 @@ import (
 
 // AcquireRequest asks for a lease.
 type AcquireRequest struct {
-	Template    string
-	Strategy    testdbd.Strategy
-	TTL         time.Duration // 0 means the default
-	Worker      string        // sticky key
-	WaitTimeout time.Duration // 0 means the default
+	Template string
+	// TemplateHash pins the lease to the build of Template with this hash;
+	// empty means the name's current build.
+	TemplateHash string
+	Strategy     testdbd.Strategy
+	TTL          time.Duration // 0 means the default
+	Worker       string        // sticky key
+	WaitTimeout  time.Duration // 0 means the default
 	// MaxConnections caps the lease's connections; 0 means the default
 	// (Config.LeaseConnections).
 	MaxConnections int

@@ -38,7 +38,7 @@ func build(t *testing.T, srv *instance.Member, name string, src migrations.Sourc
 		t.Fatal(err)
 	}
 	defer db.Close()
-	res, err := migrations.Run(ctx, db, src, testenv.Logger(t))
+	res, err := migrations.Run(ctx, db, src, testenv.Logger(t), nil)
 	if err != nil {
 		return nil, res, err
 	}

@@ -45,10 +45,18 @@ func serverMessage(err error) string {
 	return err.Error()
 }
 
-// Run applies the migrations with goose (MySQL dialect) and then the seed to
-// db, which must be connected to the template database with multi-statements
-// enabled. A failure returns a *BuildError naming the file.
-func Run(ctx context.Context, db *sql.DB, src Source, log *slog.Logger) (Result, error) {
+// SeedFile is what errors and progress call the seed.
+const SeedFile = "seed_sql"
+
+// Run applies the migrations with goose (MySQL dialect), one at a time, and
+// then the seed to db, which must be connected to the template database
+// with multi-statements enabled. A failure returns a *BuildError naming the
+// file. onStep, when set, is told each migration (1-based, of how many) as
+// it starts, and the seed as SeedFile.
+func Run(ctx context.Context, db *sql.DB, src Source, log *slog.Logger, onStep func(step, steps int, file string)) (Result, error) {
+	if onStep == nil {
+		onStep = func(int, int, string) {}
+	}
 	var res Result
 	fsys := fstest.MapFS{}
 	for _, f := range src.Files {
@@ -65,32 +73,38 @@ func Run(ctx context.Context, db *sql.DB, src Source, log *slog.Logger) (Result,
 		return res, &BuildError{File: "migrations", Err: err}
 	}
 	start := time.Now()
-	results, err := p.Up(ctx)
-	res.Migrate = time.Since(start)
-	for _, r := range results {
-		if r.Error == nil {
-			res.Applied = append(res.Applied, path.Base(r.Source.Path))
+	sources := p.ListSources()
+	for i, s := range sources {
+		onStep(i+1, len(sources), path.Base(s.Path))
+		r, err := p.UpByOne(ctx)
+		if errors.Is(err, goose.ErrNoNextVersion) {
+			break
 		}
-	}
-	if err != nil {
-		var pe *goose.PartialError
-		if errors.As(err, &pe) && pe.Failed != nil && pe.Failed.Source != nil {
-			for _, r := range pe.Applied {
-				res.Applied = append(res.Applied, path.Base(r.Source.Path))
+		if err != nil {
+			res.Migrate = time.Since(start)
+			file := path.Base(s.Path)
+			if r != nil && r.Source != nil {
+				file = path.Base(r.Source.Path)
 			}
-			return res, &BuildError{File: path.Base(pe.Failed.Source.Path), Err: pe.Err}
+			var pe *goose.PartialError
+			if errors.As(err, &pe) && pe.Failed != nil && pe.Failed.Source != nil {
+				file, err = path.Base(pe.Failed.Source.Path), pe.Err
+			}
+			return res, &BuildError{File: file, Err: err}
 		}
-		return res, &BuildError{File: "migrations", Err: err}
+		res.Applied = append(res.Applied, path.Base(r.Source.Path))
 	}
+	res.Migrate = time.Since(start)
 	if res.Version, err = p.GetDBVersion(ctx); err != nil {
 		return res, fmt.Errorf("read goose version: %w", err)
 	}
 	if src.Seed != "" {
+		onStep(0, 0, SeedFile)
 		start = time.Now()
 		_, err := db.ExecContext(ctx, src.Seed)
 		res.Seed = time.Since(start)
 		if err != nil {
-			return res, &BuildError{File: "seed_sql", Err: err}
+			return res, &BuildError{File: SeedFile, Err: err}
 		}
 	}
 	return res, nil

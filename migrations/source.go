@@ -1,6 +1,7 @@
 package migrations
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -99,7 +100,8 @@ func LoadDir(dir, root string) ([]File, error) {
 		}
 		files = append(files, File{Name: e.Name(), Content: b})
 	}
-	if err := checkFiles(files); err != nil {
+	files, err = checkFiles(files)
+	if err != nil {
 		return nil, testdbd.Errorf(testdbd.EInvalid, "migrations_dir %q: %v", dir, err)
 	}
 	return files, nil
@@ -130,8 +132,8 @@ func CheckUpload(files []File) ([]File, error) {
 			return nil, testdbd.Errorf(testdbd.EInvalid, "uploaded migrations exceed %d bytes in all", MaxTotal)
 		}
 	}
-	out := append([]File(nil), files...)
-	if err := checkFiles(out); err != nil {
+	out, err := checkFiles(append([]File(nil), files...))
+	if err != nil {
 		return nil, testdbd.Errorf(testdbd.EInvalid, "uploaded migrations: %v", err)
 	}
 	return out, nil
@@ -168,27 +170,67 @@ func checkName(name string) error {
 }
 
 // checkFiles sorts files by name and checks there is at least one, with
-// unique versions.
-func checkFiles(files []File) error {
+// unique versions. golang-migrate's layout (NNN_name.up.sql with
+// NNN_name.down.sql) is taken as it is: its up files become goose
+// migrations, each run as one multi-statement batch as golang-migrate
+// runs it, and the down files are left out.
+func checkFiles(files []File) ([]File, error) {
 	if len(files) == 0 {
-		return fmt.Errorf("no migrations: expected goose .sql files named like 00001_create_users.sql")
+		return nil, fmt.Errorf("no migrations: expected goose .sql files named like 00001_create_users.sql, or golang-migrate's 000001_create_users.up.sql")
+	}
+	files, err := fromGolangMigrate(files)
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	versions := map[int64]string{}
 	for _, f := range files {
 		if err := checkName(f.Name); err != nil {
-			return err
+			return nil, err
 		}
 		if !gooseUp.Match(f.Content) {
-			return fmt.Errorf("migration %s is not a goose SQL migration: it has no \"-- +goose Up\" line (goose runs what follows that line; \"-- +goose Down\" may follow)", f.Name)
+			return nil, fmt.Errorf("migration %s is not a goose SQL migration: it has no \"-- +goose Up\" line (goose runs what follows that line; \"-- +goose Down\" may follow)", f.Name)
 		}
 		v, _ := goose.NumericComponent(f.Name)
 		if other, ok := versions[v]; ok {
-			return fmt.Errorf("migrations %s and %s have the same version %d", other, f.Name, v)
+			return nil, fmt.Errorf("migrations %s and %s have the same version %d", other, f.Name, v)
 		}
 		versions[v] = f.Name
 	}
-	return nil
+	return files, nil
+}
+
+// fromGolangMigrate turns golang-migrate's up files into goose migrations
+// when the files are in its layout (any name ending in .up.sql or
+// .down.sql); other files come back as they are.
+func fromGolangMigrate(files []File) ([]File, error) {
+	layout := false
+	for _, f := range files {
+		if strings.HasSuffix(f.Name, ".up.sql") || strings.HasSuffix(f.Name, ".down.sql") {
+			layout = true
+			break
+		}
+	}
+	if !layout {
+		return files, nil
+	}
+	var out []File
+	for _, f := range files {
+		switch {
+		case strings.HasSuffix(f.Name, ".down.sql"):
+		case strings.HasSuffix(f.Name, ".up.sql"):
+			body := bytes.TrimRight(f.Content, " \t\r\n")
+			content := append([]byte("-- +goose Up\n-- +goose StatementBegin\n"), body...)
+			content = append(content, "\n-- +goose StatementEnd\n"...)
+			out = append(out, File{Name: f.Name, Content: content})
+		default:
+			return nil, fmt.Errorf("%s is neither an .up.sql nor a .down.sql file, while other files are in golang-migrate's layout: use one layout, goose's or golang-migrate's", f.Name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("golang-migrate layout without any .up.sql file")
+	}
+	return out, nil
 }
 
 // Hash returns the content hash of a template: the migration file names and
@@ -232,3 +274,17 @@ func within(path, root string) bool {
 
 // gooseUp matches goose's annotation that starts a migration's up part.
 var gooseUp = regexp.MustCompile(`(?m)^\s*--\s*\+goose\s+Up\b`)
+
+// ExternalHash returns the hash of a template built by the caller's own
+// migrator: the caller's name for its content (e.g. a digest of its
+// migration files), the engine flavor and version, and testdbd's version.
+func ExternalHash(content string, engine testdbd.Engine) string {
+	h := sha256.New()
+	for _, f := range []string{"testdbd external template v1", testdbd.Version, string(engine.Flavor), engine.Version, content} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

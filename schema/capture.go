@@ -64,6 +64,15 @@ type Object struct {
 	Collation string // the collation_connection it was created with (not views)
 }
 
+// Index makes Table find the tables of a Schema that was not captured
+// here (one decoded from JSON).
+func (s *Schema) Index() {
+	s.byName = make(map[string]*Table, len(s.Tables))
+	for _, t := range s.Tables {
+		s.byName[t.Name] = t
+	}
+}
+
 // Table returns the table with the given name.
 func (s *Schema) Table(name string) (*Table, bool) {
 	t, ok := s.byName[name]

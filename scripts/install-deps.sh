@@ -48,7 +48,7 @@ for group in "$@"; do
       fi
       need phpunit phpunit
       need composer composer
-      need mariadb-dump mariadb-client # examples/django/run.sh
+      need mariadb mariadb-client # the clients' tests and examples connect with it
       ;;
     browser)
       need /usr/bin/chromium chromium # dashboard/browser_test.go

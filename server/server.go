@@ -114,14 +114,19 @@ func (s *API) Open(ctx context.Context) error {
 	s.health.SetServingStatus(testdbv1.TestDBService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	reflection.Register(s.grpc)
 
+	marshaler := &runtime.JSONPb{
+		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
+		UnmarshalOptions: protojson.UnmarshalOptions{},
+	}
 	gw := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
-			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
-			UnmarshalOptions: protojson.UnmarshalOptions{},
-		}),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, marshaler),
 		runtime.WithErrorHandler(explainBadJSON),
 	)
 	if err := testdbv1.RegisterTestDBServiceHandlerServer(ctx, gw, s.svc); err != nil {
+		return err
+	}
+	// Registered after the generated routes, so it takes their place.
+	if err := gw.HandlePath(http.MethodGet, "/v1/templates/{name}:watch", s.watchHandler(gw, marshaler)); err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
@@ -360,4 +365,66 @@ func (s *API) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 		return err
 	}
 	return handler(srv, ss)
+}
+
+// watchHandler serves WatchTemplate over REST: the gateway's in-process
+// registration cannot stream, so this writes what the gateway writes for a
+// server stream, newline-delimited JSON of {"result": {...}} objects (and
+// {"error": {...}} when the stream fails after it began), flushed as each
+// message is sent.
+func (s *API) watchHandler(gw *runtime.ServeMux, m runtime.Marshaler) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+		req := &testdbv1.WatchTemplateRequest{Name: params["name"], Hash: r.URL.Query().Get("hash")}
+		st := &restStream{ctx: r.Context(), w: w, m: m}
+		err := s.svc.WatchTemplate(req, st)
+		if err == nil {
+			return
+		}
+		if !st.began {
+			runtime.HTTPError(r.Context(), gw, m, w, r, err)
+			return
+		}
+		body, _ := m.Marshal(map[string]any{"error": statusBody(err)})
+		_, _ = w.Write(append(body, '\n'))
+	}
+}
+
+// statusBody is a gRPC status as the REST error body shows it.
+func statusBody(err error) map[string]any {
+	st, _ := status.FromError(err)
+	return map[string]any{"code": int(st.Code()), "message": st.Message()}
+}
+
+// restStream is the server side of WatchTemplate writing to an HTTP
+// response.
+type restStream struct {
+	grpc.ServerStream
+	ctx   context.Context
+	w     http.ResponseWriter
+	m     runtime.Marshaler
+	began bool
+}
+
+func (s *restStream) Context() context.Context { return s.ctx }
+
+func (s *restStream) Send(msg *testdbv1.WatchTemplateResponse) error {
+	if !s.began {
+		s.w.Header().Set("Content-Type", "application/json")
+		s.w.WriteHeader(http.StatusOK)
+		s.began = true
+	}
+	b, err := s.m.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	if _, err := s.w.Write([]byte(`{"result":`)); err != nil {
+		return err
+	}
+	if _, err := s.w.Write(append(b, '}', '\n')); err != nil {
+		return err
+	}
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
 }

@@ -50,11 +50,54 @@ func (s *Service) EnsureTemplate(ctx context.Context, req *testdbv1.EnsureTempla
 
 // GetTemplate returns one template.
 func (s *Service) GetTemplate(_ context.Context, req *testdbv1.GetTemplateRequest) (*testdbv1.GetTemplateResponse, error) {
-	info, err := s.Manager.GetTemplate(req.Name)
+	info, err := s.Manager.GetTemplate(req.Name, req.Hash)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return &testdbv1.GetTemplateResponse{Template: templateToProto(info)}, nil
+}
+
+// watchInterval is how often WatchTemplate looks at the build.
+const watchInterval = 100 * time.Millisecond
+
+// WatchTemplate streams a build's progress until it ends.
+func (s *Service) WatchTemplate(req *testdbv1.WatchTemplateRequest, stream testdbv1.TestDBService_WatchTemplateServer) error {
+	var last *testdbv1.Template
+	tick := time.NewTicker(watchInterval)
+	defer tick.Stop()
+	for {
+		info, err := s.Manager.GetTemplate(req.Name, req.Hash)
+		if err != nil {
+			return toStatus(err)
+		}
+		t := templateToProto(info)
+		if last == nil || !sameProgress(last, t) {
+			if err := stream.Send(&testdbv1.WatchTemplateResponse{Template: t}); err != nil {
+				return err
+			}
+			last = t
+		}
+		if info.State != templates.Building && info.Progress.Phase != templates.PhaseCloning {
+			return nil // READY (its first worker database made) or FAILED
+		}
+		select {
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		case <-tick.C:
+		}
+		if req.Hash == "" {
+			// Follow the build being watched, not whatever the name
+			// points at next.
+			req.Hash = info.Hash
+		}
+	}
+}
+
+// sameProgress reports whether two readings of a build say the same, but
+// for the time elapsed.
+func sameProgress(a, b *testdbv1.Template) bool {
+	pa, pb := a.GetProgress(), b.GetProgress()
+	return a.State == b.State && pa.GetPhase() == pb.GetPhase() && pa.GetStep() == pb.GetStep() && pa.GetMigration() == pb.GetMigration()
 }
 
 // ListTemplates lists the templates.
@@ -88,7 +131,7 @@ func (s *Service) AcquireLease(ctx context.Context, req *testdbv1.AcquireLeaseRe
 		return nil, toStatus(testdbd.Errorf(testdbd.EInvalid, "ttl_seconds and wait_timeout_ms must not be negative"))
 	}
 	info, err := s.Manager.Acquire(ctx, lease.AcquireRequest{
-		Template: req.Template, Strategy: st, Worker: req.Worker,
+		Template: req.Template, TemplateHash: req.TemplateHash, Strategy: st, Worker: req.Worker,
 		TTL: time.Duration(req.TtlSeconds) * time.Second, WaitTimeout: time.Duration(req.WaitTimeoutMs) * time.Millisecond,
 		MaxConnections: int(req.MaxConnections),
 	})
@@ -175,4 +218,45 @@ func (s *Service) ListEvents(_ context.Context, req *testdbv1.ListEventsRequest)
 			Message: e.Message, Template: e.Template, LeaseId: e.LeaseID, InstanceId: e.InstanceID, Database: e.Database})
 	}
 	return out, nil
+}
+
+// BeginTemplateBuild starts an external build.
+func (s *Service) BeginTemplateBuild(ctx context.Context, req *testdbv1.BeginTemplateBuildRequest) (*testdbv1.BeginTemplateBuildResponse, error) {
+	if req.PoolSize < 0 || req.TtlSeconds < 0 {
+		return nil, toStatus(testdbd.Errorf(testdbd.EInvalid, "pool_size and ttl_seconds must not be negative"))
+	}
+	info, b, err := s.Manager.BeginExternal(ctx, templates.ExternalRequest{
+		Name: req.Name, ContentHash: req.ContentHash, Engine: req.Engine, PoolSize: int(req.PoolSize),
+		TTL: time.Duration(req.TtlSeconds) * time.Second,
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &testdbv1.BeginTemplateBuildResponse{Template: templateToProto(info)}
+	if b != nil {
+		resp.Build = &testdbv1.ExternalBuild{Database: b.Database, Host: b.Host, Port: int32(b.Port), User: b.User,
+			Password: b.Password, Dsn: b.DSN, Url: b.URL, ExpiresAt: ts(b.ExpiresAt)}
+	}
+	return resp, nil
+}
+
+// FinishTemplateBuild ends an external build with a template.
+func (s *Service) FinishTemplateBuild(ctx context.Context, req *testdbv1.FinishTemplateBuildRequest) (*testdbv1.FinishTemplateBuildResponse, error) {
+	info, err := s.Manager.FinishExternal(ctx, req.Name, req.Hash, req.Async)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &testdbv1.FinishTemplateBuildResponse{Template: templateToProto(info)}, nil
+}
+
+// AbortTemplateBuild ends an external build without one.
+func (s *Service) AbortTemplateBuild(ctx context.Context, req *testdbv1.AbortTemplateBuildRequest) (*testdbv1.AbortTemplateBuildResponse, error) {
+	if len(req.Reason) > 4096 {
+		req.Reason = req.Reason[:4096]
+	}
+	info, err := s.Manager.AbortExternal(ctx, req.Name, req.Hash, req.Reason)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &testdbv1.AbortTemplateBuildResponse{Template: templateToProto(info)}, nil
 }

@@ -31,7 +31,7 @@ func standardFixture(b *testing.B, tables int) *fixture {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := migrations.Run(ctx, db, workload.Standard(tables), nil); err != nil {
+	if _, err := migrations.Run(ctx, db, workload.Standard(tables), nil, nil); err != nil {
 		b.Fatal(err)
 	}
 	f := &fixture{t: b, srv: srv, ddl: &strategies.DDLCounter{}}

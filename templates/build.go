@@ -26,6 +26,15 @@ type BuildOptions struct {
 	// ETimeout naming the limit.
 	Timeout time.Duration
 	Log     *slog.Logger
+	// Progress, when set, is told each phase and, while migrating, each
+	// migration as it starts.
+	Progress func(phase string, step, steps int, migration string)
+}
+
+func (o BuildOptions) progress(phase string, step, steps int, migration string) {
+	if o.Progress != nil {
+		o.Progress(phase, step, steps, migration)
+	}
 }
 
 // buildConnections caps the connections of a build's account.
@@ -75,6 +84,7 @@ func Build(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounte
 		return nil, err
 	}
 	start := time.Now()
+	opts.progress(PhaseCapturing, 0, 0, "")
 	if err := settle(ctx, inst, ddl, database); err != nil {
 		return nil, err
 	}
@@ -113,7 +123,13 @@ func migrate(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCoun
 	}()
 	var res migrations.Result
 	err = ddl.Unaccounted(func() (err error) {
-		res, err = migrations.Run(runCtx, db, src, opts.Log)
+		res, err = migrations.Run(runCtx, db, src, opts.Log, func(step, steps int, file string) {
+			phase := PhaseMigrating
+			if file == migrations.SeedFile {
+				phase = PhaseSeeding
+			}
+			opts.progress(phase, step, steps, file)
+		})
 		return err
 	})
 	close(finished)
@@ -203,4 +219,50 @@ func settle(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCount
 		}
 	}
 	return nil
+}
+
+// BeginExternal creates database on inst for a build by the caller's own
+// migrator, and the account the caller builds it as: all privileges on
+// that database and nothing else, as a build's. FinishExternal or
+// AbortExternal ends it.
+func BeginExternal(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database string) (accounts.Account, error) {
+	if err := ddl.Exec(ctx, inst.DB, 1, "CREATE DATABASE "+schema.Quote(database)); err != nil {
+		return accounts.Account{}, fmt.Errorf("create template database: %w", err)
+	}
+	owner, err := accounts.Create(ctx, inst.DB, "tdbt_", database, buildConnections)
+	if err != nil {
+		_ = schema.Drop(context.WithoutCancel(ctx), inst.DB, ddl, database)
+		return accounts.Account{}, err
+	}
+	return owner, nil
+}
+
+// FinishExternal makes the database an external build filled a template:
+// the build's account is locked and its sessions ended (it stays as the
+// definer of what it created), then the database is settled and captured
+// as a build's. On failure the database and the account are dropped.
+func FinishExternal(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database, owner string, opts BuildOptions) (_ *Built, err error) {
+	defer func() {
+		if err != nil {
+			AbortExternal(context.WithoutCancel(ctx), inst, ddl, database, owner)
+		}
+	}()
+	endSessions(ctx, inst, owner, true)
+	start := time.Now()
+	opts.progress(PhaseCapturing, 0, 0, "")
+	if err := settle(ctx, inst, ddl, database); err != nil {
+		return nil, err
+	}
+	s, err := schema.Capture(ctx, inst.DB, database, owner)
+	if err != nil {
+		return nil, &migrations.BuildError{File: "the external build", Err: err}
+	}
+	return &Built{Database: database, Owner: owner, Schema: s, Capture: time.Since(start)}, nil
+}
+
+// AbortExternal drops an external build's database and account.
+func AbortExternal(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database, owner string) {
+	endSessions(ctx, inst, owner, true)
+	_ = accounts.Drop(ctx, inst.DB, owner)
+	_ = schema.Drop(ctx, inst.DB, ddl, database)
 }

@@ -41,7 +41,36 @@ type Timings struct {
 	Seed      time.Duration
 	Capture   time.Duration
 	Clone     time.Duration // the first worker database
+	Restore   time.Duration // from the template cache, in place of the rest
 	Total     time.Duration
+}
+
+// Build phases, as Progress.Phase names them.
+const (
+	PhaseWaiting   = "waiting"   // for a server or a build slot
+	PhaseMigrating = "migrating" // the daemon runs the goose migrations
+	PhaseSeeding   = "seeding"
+	PhaseExternal  = "external" // the caller's own migrator runs
+	PhaseRestoring = "restoring"
+	PhaseCapturing = "capturing"
+	PhaseCloning   = "cloning"
+	PhaseDone      = "done"
+	PhaseFailed    = "failed"
+)
+
+// Sources: how a template came to be.
+const (
+	SourceMigrations = "migrations" // goose files, run by the daemon
+	SourceExternal   = "external"   // the caller's migrator (an external build)
+	SourceCache      = "cache"      // restored from the template cache
+)
+
+// Progress is where a build is.
+type Progress struct {
+	Phase       string
+	Step, Steps int    // the migration running (1-based) of how many, while migrating
+	Migration   string // its file name
+	Elapsed     time.Duration
 }
 
 // PoolCounts are a template's worker databases by state.
@@ -68,6 +97,11 @@ type Info struct {
 	Build      Timings
 	Pool       PoolCounts
 	CreatedAt  time.Time
+	// Current: the name resolves to this build (the most recently ensured
+	// ready one); other live builds of the name are leased by hash.
+	Current  bool
+	Progress Progress
+	Source   string // SourceMigrations, SourceExternal or SourceCache
 }
 
 // Spec is a validated request: what to build and its hash.
@@ -102,9 +136,8 @@ func Prepare(req Request, engine testdbd.Engine, root string) (Spec, error) {
 	if err := CheckName(req.Name); err != nil {
 		return Spec{}, err
 	}
-	if req.Engine != "" && req.Engine != string(engine.Flavor) {
-		return Spec{}, testdbd.Errorf(testdbd.EInvalid,
-			"engine %q was asked for, but this daemon runs %s servers: leave engine empty or start a daemon with a %s server", req.Engine, engine, req.Engine)
+	if err := checkEngine(req.Engine, engine); err != nil {
+		return Spec{}, err
 	}
 	if (req.MigrationsDir == "") == (len(req.Files) == 0) {
 		return Spec{}, testdbd.Errorf(testdbd.EInvalid, "give either migrations_dir (a directory on the daemon's host) or migrations (uploaded files), not both or neither")
@@ -124,6 +157,42 @@ func Prepare(req Request, engine testdbd.Engine, root string) (Spec, error) {
 	}
 	src := migrations.Source{Files: files, Seed: req.Seed}
 	return Spec{Name: req.Name, Source: src, Hash: migrations.Hash(src, engine)}, nil
+}
+
+// ExternalRequest asks for a template built by the caller's own migrator.
+type ExternalRequest struct {
+	Name        string
+	ContentHash string // the caller's name for the content
+	Engine      string // "mariadb", "mysql" or "" for any
+	PoolSize    int
+	TTL         time.Duration // until FinishTemplateBuild; 0 means the daemon's build timeout
+}
+
+var contentHashRE = regexp.MustCompile(`^[\x21-\x7e]{1,128}$`)
+
+// PrepareExternal validates req for servers of engine and returns the
+// template's hash.
+func PrepareExternal(req ExternalRequest, engine testdbd.Engine) (string, error) {
+	if err := CheckName(req.Name); err != nil {
+		return "", err
+	}
+	if err := checkEngine(req.Engine, engine); err != nil {
+		return "", err
+	}
+	if !contentHashRE.MatchString(req.ContentHash) {
+		return "", testdbd.Errorf(testdbd.EInvalid,
+			"content_hash must be 1 to 128 printable ASCII characters without spaces (e.g. a SHA-256 of your migration files, as testdbd template ensure --hash-files computes)")
+	}
+	return migrations.ExternalHash(req.ContentHash, engine), nil
+}
+
+// checkEngine refuses a request for another engine than the servers'.
+func checkEngine(asked string, engine testdbd.Engine) error {
+	if asked != "" && asked != string(engine.Flavor) {
+		return testdbd.Errorf(testdbd.EInvalid,
+			"engine %q was asked for, but this daemon runs %s servers: leave engine empty or start a daemon with a %s server", asked, engine, asked)
+	}
+	return nil
 }
 
 // Short is the first 12 characters of a hash, as database names carry it.

@@ -133,7 +133,7 @@ func (b *baseServer) migrateFresh(ctx context.Context, database string, src migr
 		return err
 	}
 	defer db.Close()
-	if _, err := migrations.Run(ctx, db, src, nil); err != nil {
+	if _, err := migrations.Run(ctx, db, src, nil, nil); err != nil {
 		return fmt.Errorf("migrate %s: %w", database, err)
 	}
 	return nil

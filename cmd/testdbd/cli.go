@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -264,7 +263,14 @@ func cliHints(msg string) string {
 const templateUsage = `usage: testdbd template ensure|list|get|delete ...
 
   testdbd template ensure --name NAME --migrations-dir DIR [--upload] [--seed-file FILE]
-        build a template from goose migrations, or find the one built from the same content
+        build a template from goose (or golang-migrate) migrations, or find the one built
+        from the same content; a terminal shows the migration it is on
+  testdbd template ensure --name NAME --hash-files GLOB... -- COMMAND [ARGS...]
+        build a template with your own migrator: COMMAND runs against a scratch template
+        database (DB_*, DATABASE_URL and MYSQL_* in its environment), only when no build
+        of the files GLOB matches is live or cached
+  testdbd template wait NAME [--hash HASH]
+        wait for a build (after ensure --async), showing its progress
   testdbd template list
         the templates, their state and their pools
   testdbd template get NAME
@@ -282,12 +288,14 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return flag.ErrHelp
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError{"template needs a subcommand: ensure, list, get or delete"}
+		return usageError{"template needs a subcommand: ensure, wait, list, get or delete"}
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "ensure":
 		return runTemplateEnsure(ctx, args, stdout, stderr)
+	case "wait":
+		return runTemplateWait(ctx, args, stdout, stderr)
 	case "list":
 		c := newCLI("template list", "[flags]", stdout, stderr, "text", "json")
 		c.about = "Lists the daemon's templates: state, tables, goose version, pool counts, build time, hash."
@@ -342,74 +350,7 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return printTemplates(stdout, []client.Template{*t})
 	}
-	return usageError{fmt.Sprintf("unknown subcommand %q: use testdbd template ensure, list, get or delete", sub)}
-}
-
-func runTemplateEnsure(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCLI("template ensure", "--name NAME --migrations-dir DIR [flags]", stdout, stderr, "text", "json")
-	c.about = `Builds a template from a directory of goose SQL migrations (files with
-"-- +goose Up"), or finds the one already built from the same content, and
-waits for the build. Without --upload the daemon reads the directory on its
-own host (the path is made absolute here); with --upload the files are sent.`
-	var req client.EnsureTemplateRequest
-	var dir, seedFile string
-	var upload bool
-	var poolSize int
-	c.fs.StringVar(&req.Name, "name", "", "the template's name (required)")
-	c.fs.StringVar(&dir, "migrations-dir", "", "directory of goose SQL migrations (required)")
-	c.fs.BoolVar(&upload, "upload", false, "send the files with the request instead of the path (for a daemon on another host or in a container)")
-	c.fs.StringVar(&seedFile, "seed-file", "", "SQL file run after the migrations")
-	c.fs.StringVar(&req.Engine, "engine", "", "build on this engine: mariadb or mysql (default any)")
-	c.fs.IntVar(&poolSize, "pool-size", 0, "ready databases to keep for the template (default the daemon's --pool-size)")
-	c.fs.BoolVar(&req.Async, "async", false, "return while the template is still building")
-	if _, err := c.parse(args); err != nil {
-		return err
-	}
-	if req.Name == "" || dir == "" {
-		return usageError{"template ensure needs --name and --migrations-dir"}
-	}
-	req.PoolSize = int32(poolSize)
-	if upload {
-		files, err := client.ReadMigrations(dir)
-		if err != nil {
-			return err
-		}
-		req.Migrations = files
-	} else {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return err
-		}
-		req.MigrationsDir = abs // the daemon's working directory is not ours
-	}
-	if seedFile != "" {
-		b, err := os.ReadFile(seedFile)
-		if err != nil {
-			return fmt.Errorf("--seed-file: %w", err)
-		}
-		req.SeedSQL = string(b)
-	}
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-	defer cancel()
-	t, err := cl.EnsureTemplate(ctx, req)
-	if err != nil {
-		return err
-	}
-	if c.format == "json" {
-		return c.printJSON(t)
-	}
-	if t.State != client.TemplateReady {
-		_, err = fmt.Fprintf(stdout, "template %s is %s (hash %.12s)\n", t.Name, templateState(t.State), t.Hash)
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "template %s ready: %s, %s, %s, %s, %s; goose version %d; hash %.12s; built in %s ms (%d ready, %d leased)\n",
-		t.Name, count(t.Tables, "table"), count(t.Views, "view"), count(t.Triggers, "trigger"), count(t.Routines, "routine"),
-		count(t.Events, "event"), t.Version, t.Hash, ms(t.Build.TotalMs), t.Pool.Ready, t.Pool.Leased)
-	return err
+	return usageError{fmt.Sprintf("unknown subcommand %q: use testdbd template ensure, wait, list, get or delete", sub)}
 }
 
 func runLease(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -419,9 +360,10 @@ it is released or its time to live runs out. --format env prints shell
 exports (DB_HOST, DB_PORT, DB_DATABASE, DB_USERNAME, DB_PASSWORD,
 DATABASE_URL, TESTDBD_LEASE_ID, ...) for eval "$(testdbd lease ...)";
 --format dsn and url print one line, and the lease's id on stderr.`
-	var template, strategy, worker, idFile string
+	var template, templateHash, strategy, worker, idFile string
 	var ttl, wait time.Duration
 	c.fs.StringVar(&template, "template", "", "the template to lease from (required)")
+	c.fs.StringVar(&templateHash, "template-hash", "", "pin the lease to this build of the template (default $TESTDBD_TEMPLATE_HASH when $TESTDBD_TEMPLATE names the same template: what template ensure --format env exports)")
 	c.fs.StringVar(&strategy, "strategy", "", "reset strategy: truncate, snapshot or rollback (default the daemon's)")
 	c.fs.DurationVar(&ttl, "ttl", 0, "time to live, e.g. 10m (default the daemon's --lease-ttl)")
 	c.fs.StringVar(&worker, "worker", "", "sticky key: the same worker gets its previous database back when it can")
@@ -432,6 +374,9 @@ DATABASE_URL, TESTDBD_LEASE_ID, ...) for eval "$(testdbd lease ...)";
 	}
 	if template == "" {
 		return usageError{"lease needs --template"}
+	}
+	if templateHash == "" && os.Getenv("TESTDBD_TEMPLATE") == template {
+		templateHash = os.Getenv("TESTDBD_TEMPLATE_HASH")
 	}
 	s, err := client.ParseStrategy(strategy)
 	if err != nil {
@@ -446,7 +391,7 @@ DATABASE_URL, TESTDBD_LEASE_ID, ...) for eval "$(testdbd lease ...)";
 	}
 	// No deadline of our own: the daemon bounds the wait (--max-wait-timeout).
 	l, err := cl.AcquireLease(ctx, client.AcquireLeaseRequest{
-		Template: template, Strategy: s, TTLSeconds: int32((ttl + time.Second - 1) / time.Second),
+		Template: template, TemplateHash: templateHash, Strategy: s, TTLSeconds: int32((ttl + time.Second - 1) / time.Second),
 		Worker: worker, WaitTimeoutMs: wait.Milliseconds(),
 	})
 	if err != nil {
@@ -686,10 +631,10 @@ acquire latency percentiles.`
 
 func printTemplates(w io.Writer, ts []client.Template) error {
 	tw := table(w)
-	fmt.Fprintln(tw, "NAME\tSTATE\tTABLES\tVERSION\tREADY\tLEASED\tRESETTING\tBUILD ms\tHASH\tERROR")
+	fmt.Fprintln(tw, "NAME\tSTATE\tCURRENT\tSOURCE\tTABLES\tVERSION\tREADY\tLEASED\tRESETTING\tBUILD ms\tHASH\tERROR")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%.12s\t%s\n", t.Name, templateState(t.State), t.Tables, t.Version,
-			t.Pool.Ready, t.Pool.Leased, t.Pool.Resetting, ms(t.Build.TotalMs), t.Hash, t.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%.12s\t%s\n", t.Name, templateState(t.State), yesNo(t.Current), dash(t.Source),
+			t.Tables, t.Version, t.Pool.Ready, t.Pool.Leased, t.Pool.Resetting, ms(t.Build.TotalMs), t.Hash, t.Error)
 	}
 	return tw.Flush()
 }

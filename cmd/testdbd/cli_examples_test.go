@@ -140,9 +140,10 @@ func TestDjangoExample(t *testing.T) {
 	}
 }
 
-// TestDumpToGoose checks the recipe the Laravel and Django guides give for
-// a schema that another tool builds: run that tool's migrations on a lease
-// of an empty template (here: the example migrations, executed as the
+// TestDumpToGoose checks examples/shell/dump-to-goose.sh, the way to turn a
+// schema that another tool built into goose migrations (when a template
+// is to be built without that tool; template ensure --hash-files runs the
+// tool itself): run that tool's migrations on a lease of an empty template (here: the example migrations, executed as the
 // lease's own user, as `php artisan migrate` would), dump the database with
 // mariadb-dump, convert the dump with examples/shell/dump-to-goose.sh, and
 // build a template from it. The new template must equal the original.

@@ -54,6 +54,9 @@ type serveConfig struct {
 	BufferPool        byteSize
 	PoolSize          int
 	PoolIdle          time.Duration
+	StaleBuild        time.Duration
+	CacheDir          string
+	CacheSize         byteSize
 	Clones            int
 	Strategy          string
 	DefaultTTL        time.Duration
@@ -104,6 +107,10 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(&cfg.BufferPool, "buffer-pool", "innodb_buffer_pool_size of each server")
 	fs.IntVar(&cfg.PoolSize, "pool-size", lease.DefaultPoolSize, "ready worker databases kept per template (a template's pool_size overrides it)")
 	fs.DurationVar(&cfg.PoolIdle, "pool-idle", lease.DefaultIdleTrim, "idle time after which ready databases beyond a pool's target are dropped")
+	fs.DurationVar(&cfg.StaleBuild, "stale-build", lease.DefaultStaleBuild, "how long a template build its name no longer points at stays leasable by hash after its last lease, ensure or acquire")
+	fs.StringVar(&cfg.CacheDir, "cache-dir", "", "template cache: built templates are kept here and restored instead of rebuilt (default <state-dir>/template-cache; \"off\" disables it)")
+	cfg.CacheSize = 4 << 30
+	fs.Var(&cfg.CacheSize, "cache-size", "most space the template cache takes; the least recently used templates go first")
 	fs.IntVar(&cfg.Clones, "clones", lease.DefaultClones, "worker databases created in parallel in the background")
 	fs.StringVar(&cfg.Strategy, "strategy", "snapshot", "default reset strategy: truncate, snapshot or rollback")
 	fs.DurationVar(&cfg.DefaultTTL, "lease-ttl", lease.DefaultTTL, "lease time to live when the request gives none")
@@ -124,6 +131,18 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for calls in flight")
 	reachFlags(fs, &cfg.Reach)
 	return fs
+}
+
+// cacheDir is the template cache's directory: --cache-dir, by default
+// under the state directory; "" when it is "off".
+func cacheDir(cfg *serveConfig) string {
+	switch cfg.CacheDir {
+	case "off":
+		return ""
+	case "":
+		return filepath.Join(cfg.StateDir, "template-cache")
+	}
+	return cfg.CacheDir
 }
 
 func defaultStateDir() string {
@@ -261,11 +280,12 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	}
 	manager = lease.New(lease.Config{
 		Fleet: d.fleet, MaxDatabases: cfg.MaxDatabases, MaxDBsPerInstance: cfg.MaxDBsPerInstance,
-		MemoryBudget: int64(cfg.MemoryBudget), PoolSize: cfg.PoolSize, IdleTrim: cfg.PoolIdle, Clones: cfg.Clones,
+		MemoryBudget: int64(cfg.MemoryBudget), PoolSize: cfg.PoolSize, IdleTrim: cfg.PoolIdle, StaleBuild: cfg.StaleBuild, Clones: cfg.Clones,
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait,
 		LeaseConnections: cfg.LeaseConns, MaxLeaseConnections: cfg.MaxLeaseConns,
 		BuildTimeout: cfg.BuildTimeout, MaxBuildTimeout: cfg.MaxBuildTimeout, MaxBuilds: cfg.MaxBuilds,
 		MigrationsRoot: cfg.MigrationsRoot, LeaseSpace: int64(cfg.LeaseSpace), SpaceReserve: int64(cfg.SpaceReserve),
+		CacheDir: cacheDir(&cfg), CacheBytes: int64(cfg.CacheSize),
 		Registerer: reg, Logger: log,
 	})
 	manager.Open()

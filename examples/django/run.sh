@@ -3,15 +3,16 @@
 #
 #   examples/django/run.sh      # a daemon at TESTDBD_ADDR (default 127.0.0.1:8080)
 #
-# 1. build the template from Django's own migrations (migrate a lease of an
-#    empty template, dump it, convert the dump to a goose migration);
+# 1. build the template with Django's own migrations: manage.py migrate runs
+#    against a scratch template database, only when no build of these
+#    migrations is live on the daemon or in its template cache;
 # 2. run Django's test runner (testdbd.django.TestRunner) on a lease;
 # 3. run pytest-django with pytest-xdist, one lease per worker.
 # Every lease is released, also when a step fails.
-# Needs testdbd on PATH, mariadb-dump, and Debian's python3-django,
-# python3-dj-database-url, python3-pymysql, python3-pytest-django and
-# python3-pytest-xdist; the testdbd package (pip install ./clients/python)
-# is used from this checkout when it is not installed.
+# Needs testdbd on PATH and Debian's python3-django, python3-dj-database-url,
+# python3-pymysql, python3-pytest-django and python3-pytest-xdist; the
+# testdbd package (pip install ./clients/python) is used from this checkout
+# when it is not installed.
 set -euo pipefail
 cd "$(dirname "$0")"
 export TESTDBD_ADDR=${TESTDBD_ADDR:-127.0.0.1:8080}
@@ -21,27 +22,16 @@ if ! "$py" -c 'import testdbd.django' 2>/dev/null; then
   export PYTHONPATH=$PWD/../../clients/python/src${PYTHONPATH:+:$PYTHONPATH}
 fi
 build=$(mktemp -d)
-lease=""
-cleanup() {
-  if [[ -n $lease ]]; then testdbd release "$lease" >/dev/null || true; fi
-  rm -rf "$build"
-}
-trap cleanup EXIT
+trap 'rm -rf "$build"' EXIT
 
-# 1. The template.
-mkdir -p "$build/empty" "$build/goose"
-printf -- '-- +goose Up\nSELECT 1;\n' >"$build/empty/00001_empty.sql"
-testdbd template ensure --name empty --migrations-dir "$build/empty" --upload
-eval "$(testdbd lease --template empty --format env)"
-lease=$TESTDBD_LEASE_ID # released by cleanup if a step below fails
-"$py" manage.py migrate --no-input
-mariadb-dump -h "$DB_HOST" -P "$DB_PORT" -u "$DB_USERNAME" -p"$DB_PASSWORD" \
-  --routines --events --ignore-table="$DB_DATABASE.goose_db_version" "$DB_DATABASE" >"$build/schema.sql"
-testdbd release "$lease"
-lease=""
-unset DATABASE_URL TESTDBD_LEASE_ID
-../shell/dump-to-goose.sh "$build/schema.sql" >"$build/goose/00001_schema.sql"
-testdbd template ensure --name django-app --migrations-dir "$build/goose" --upload
+# 1. The template. What shapes the schema: this project's migrations and
+#    settings, and the migrations of the Django installed (its contrib apps).
+django=$("$py" -c 'import django, os; print(os.path.dirname(django.__file__))')
+eval "$(testdbd template ensure --name django-app --format env \
+  --hash-files 'blog/migrations/*.py' --hash-files 'mysite/settings.py' \
+  --hash-files "$django/contrib/**/migrations/*.py" \
+  -- "$py" manage.py migrate --no-input)"
+export TESTDBD_TEMPLATE_HASH # the test runner and the plugin pin their leases to this build
 
 # 2. Django's test runner: TEST_RUNNER = "testdbd.django.TestRunner" leases a
 #    database of the template, runs the tests on it and releases it.

@@ -360,8 +360,10 @@ func (x *EnsureTemplateResponse) GetTemplate() *Template {
 }
 
 type GetTemplateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The build of the name with this hash; empty means the current one.
+	Hash          string `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -403,6 +405,565 @@ func (x *GetTemplateRequest) GetName() string {
 	return ""
 }
 
+func (x *GetTemplateRequest) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
+type WatchTemplateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The build of the name with this hash; empty means the current one.
+	Hash          string `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchTemplateRequest) Reset() {
+	*x = WatchTemplateRequest{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchTemplateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchTemplateRequest) ProtoMessage() {}
+
+func (x *WatchTemplateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchTemplateRequest.ProtoReflect.Descriptor instead.
+func (*WatchTemplateRequest) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *WatchTemplateRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *WatchTemplateRequest) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
+type WatchTemplateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Template      *Template              `protobuf:"bytes,1,opt,name=template,proto3" json:"template,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchTemplateResponse) Reset() {
+	*x = WatchTemplateResponse{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchTemplateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchTemplateResponse) ProtoMessage() {}
+
+func (x *WatchTemplateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchTemplateResponse.ProtoReflect.Descriptor instead.
+func (*WatchTemplateResponse) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WatchTemplateResponse) GetTemplate() *Template {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+type BeginTemplateBuildRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The caller's name for the content it will build, e.g. a digest of its
+	// migration files (1 to 128 characters). With the engine and testdbd's
+	// version it makes the template's hash.
+	ContentHash string `protobuf:"bytes,2,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"`
+	// The engine to build on: "mariadb" or "mysql". Empty means any.
+	Engine string `protobuf:"bytes,3,opt,name=engine,proto3" json:"engine,omitempty"`
+	// Worker databases to keep ready in the pool. 0 means the daemon's default.
+	PoolSize int32 `protobuf:"varint,4,opt,name=pool_size,json=poolSize,proto3" json:"pool_size,omitempty"`
+	// How long the caller may take before FinishTemplateBuild; 0 means the
+	// daemon's default build timeout (--build-timeout), at most
+	// --max-build-timeout. A build not finished in time is aborted.
+	TtlSeconds    int32 `protobuf:"varint,5,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BeginTemplateBuildRequest) Reset() {
+	*x = BeginTemplateBuildRequest{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BeginTemplateBuildRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BeginTemplateBuildRequest) ProtoMessage() {}
+
+func (x *BeginTemplateBuildRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BeginTemplateBuildRequest.ProtoReflect.Descriptor instead.
+func (*BeginTemplateBuildRequest) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *BeginTemplateBuildRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BeginTemplateBuildRequest) GetContentHash() string {
+	if x != nil {
+		return x.ContentHash
+	}
+	return ""
+}
+
+func (x *BeginTemplateBuildRequest) GetEngine() string {
+	if x != nil {
+		return x.Engine
+	}
+	return ""
+}
+
+func (x *BeginTemplateBuildRequest) GetPoolSize() int32 {
+	if x != nil {
+		return x.PoolSize
+	}
+	return 0
+}
+
+func (x *BeginTemplateBuildRequest) GetTtlSeconds() int32 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
+}
+
+type BeginTemplateBuildResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Template *Template              `protobuf:"bytes,1,opt,name=template,proto3" json:"template,omitempty"`
+	// Where to build, when there is something to build; absent when a build
+	// of this content is live already (the template says its state).
+	Build         *ExternalBuild `protobuf:"bytes,2,opt,name=build,proto3" json:"build,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BeginTemplateBuildResponse) Reset() {
+	*x = BeginTemplateBuildResponse{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BeginTemplateBuildResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BeginTemplateBuildResponse) ProtoMessage() {}
+
+func (x *BeginTemplateBuildResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BeginTemplateBuildResponse.ProtoReflect.Descriptor instead.
+func (*BeginTemplateBuildResponse) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *BeginTemplateBuildResponse) GetTemplate() *Template {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+func (x *BeginTemplateBuildResponse) GetBuild() *ExternalBuild {
+	if x != nil {
+		return x.Build
+	}
+	return nil
+}
+
+// ExternalBuild is a scratch template database handed to the caller's
+// migrator, with an account that owns it and reaches nothing else.
+type ExternalBuild struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Database string                 `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
+	Host     string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	Port     int32                  `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
+	User     string                 `protobuf:"bytes,4,opt,name=user,proto3" json:"user,omitempty"`
+	Password string                 `protobuf:"bytes,5,opt,name=password,proto3" json:"password,omitempty"`
+	// go-sql-driver/mysql DSN (multiStatements on).
+	Dsn string `protobuf:"bytes,6,opt,name=dsn,proto3" json:"dsn,omitempty"`
+	// mysql://user:password@host:port/database
+	Url           string                 `protobuf:"bytes,7,opt,name=url,proto3" json:"url,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExternalBuild) Reset() {
+	*x = ExternalBuild{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExternalBuild) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExternalBuild) ProtoMessage() {}
+
+func (x *ExternalBuild) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExternalBuild.ProtoReflect.Descriptor instead.
+func (*ExternalBuild) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ExternalBuild) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *ExternalBuild) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *ExternalBuild) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *ExternalBuild) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ExternalBuild) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *ExternalBuild) GetDsn() string {
+	if x != nil {
+		return x.Dsn
+	}
+	return ""
+}
+
+func (x *ExternalBuild) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ExternalBuild) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+type FinishTemplateBuildRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The template's hash, as BeginTemplateBuild returned it.
+	Hash string `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	// Return at once with the template in state BUILDING (capturing) instead
+	// of waiting until it is READY.
+	Async         bool `protobuf:"varint,3,opt,name=async,proto3" json:"async,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishTemplateBuildRequest) Reset() {
+	*x = FinishTemplateBuildRequest{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishTemplateBuildRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishTemplateBuildRequest) ProtoMessage() {}
+
+func (x *FinishTemplateBuildRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishTemplateBuildRequest.ProtoReflect.Descriptor instead.
+func (*FinishTemplateBuildRequest) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *FinishTemplateBuildRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FinishTemplateBuildRequest) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
+func (x *FinishTemplateBuildRequest) GetAsync() bool {
+	if x != nil {
+		return x.Async
+	}
+	return false
+}
+
+type FinishTemplateBuildResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Template      *Template              `protobuf:"bytes,1,opt,name=template,proto3" json:"template,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishTemplateBuildResponse) Reset() {
+	*x = FinishTemplateBuildResponse{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishTemplateBuildResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishTemplateBuildResponse) ProtoMessage() {}
+
+func (x *FinishTemplateBuildResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishTemplateBuildResponse.ProtoReflect.Descriptor instead.
+func (*FinishTemplateBuildResponse) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *FinishTemplateBuildResponse) GetTemplate() *Template {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+type AbortTemplateBuildRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The template's hash, as BeginTemplateBuild returned it.
+	Hash string `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	// Why, for the template's error (e.g. the migrator's exit status).
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbortTemplateBuildRequest) Reset() {
+	*x = AbortTemplateBuildRequest{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbortTemplateBuildRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbortTemplateBuildRequest) ProtoMessage() {}
+
+func (x *AbortTemplateBuildRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbortTemplateBuildRequest.ProtoReflect.Descriptor instead.
+func (*AbortTemplateBuildRequest) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AbortTemplateBuildRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AbortTemplateBuildRequest) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
+func (x *AbortTemplateBuildRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type AbortTemplateBuildResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Template      *Template              `protobuf:"bytes,1,opt,name=template,proto3" json:"template,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbortTemplateBuildResponse) Reset() {
+	*x = AbortTemplateBuildResponse{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbortTemplateBuildResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbortTemplateBuildResponse) ProtoMessage() {}
+
+func (x *AbortTemplateBuildResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbortTemplateBuildResponse.ProtoReflect.Descriptor instead.
+func (*AbortTemplateBuildResponse) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AbortTemplateBuildResponse) GetTemplate() *Template {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
 type GetTemplateResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Template      *Template              `protobuf:"bytes,1,opt,name=template,proto3" json:"template,omitempty"`
@@ -412,7 +973,7 @@ type GetTemplateResponse struct {
 
 func (x *GetTemplateResponse) Reset() {
 	*x = GetTemplateResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[4]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +985,7 @@ func (x *GetTemplateResponse) String() string {
 func (*GetTemplateResponse) ProtoMessage() {}
 
 func (x *GetTemplateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[4]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,7 +998,7 @@ func (x *GetTemplateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTemplateResponse.ProtoReflect.Descriptor instead.
 func (*GetTemplateResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{4}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetTemplateResponse) GetTemplate() *Template {
@@ -455,7 +1016,7 @@ type ListTemplatesRequest struct {
 
 func (x *ListTemplatesRequest) Reset() {
 	*x = ListTemplatesRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[5]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +1028,7 @@ func (x *ListTemplatesRequest) String() string {
 func (*ListTemplatesRequest) ProtoMessage() {}
 
 func (x *ListTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[5]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +1041,7 @@ func (x *ListTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{5}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{14}
 }
 
 type ListTemplatesResponse struct {
@@ -492,7 +1053,7 @@ type ListTemplatesResponse struct {
 
 func (x *ListTemplatesResponse) Reset() {
 	*x = ListTemplatesResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[6]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -504,7 +1065,7 @@ func (x *ListTemplatesResponse) String() string {
 func (*ListTemplatesResponse) ProtoMessage() {}
 
 func (x *ListTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[6]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -517,7 +1078,7 @@ func (x *ListTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{6}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListTemplatesResponse) GetTemplates() []*Template {
@@ -538,7 +1099,7 @@ type DeleteTemplateRequest struct {
 
 func (x *DeleteTemplateRequest) Reset() {
 	*x = DeleteTemplateRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[7]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +1111,7 @@ func (x *DeleteTemplateRequest) String() string {
 func (*DeleteTemplateRequest) ProtoMessage() {}
 
 func (x *DeleteTemplateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[7]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +1124,7 @@ func (x *DeleteTemplateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTemplateRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTemplateRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{7}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteTemplateRequest) GetName() string {
@@ -589,7 +1150,7 @@ type DeleteTemplateResponse struct {
 
 func (x *DeleteTemplateResponse) Reset() {
 	*x = DeleteTemplateResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[8]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +1162,7 @@ func (x *DeleteTemplateResponse) String() string {
 func (*DeleteTemplateResponse) ProtoMessage() {}
 
 func (x *DeleteTemplateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[8]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +1175,7 @@ func (x *DeleteTemplateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTemplateResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTemplateResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{8}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteTemplateResponse) GetTemplate() *Template {
@@ -650,17 +1211,26 @@ type Template struct {
 	// The engine the template was built on, e.g. "mariadb 10.11.19".
 	Engine string `protobuf:"bytes,13,opt,name=engine,proto3" json:"engine,omitempty"`
 	// Views, triggers, routines and events captured with the template.
-	Views         int32 `protobuf:"varint,14,opt,name=views,proto3" json:"views,omitempty"`
-	Triggers      int32 `protobuf:"varint,15,opt,name=triggers,proto3" json:"triggers,omitempty"`
-	Routines      int32 `protobuf:"varint,16,opt,name=routines,proto3" json:"routines,omitempty"`
-	Events        int32 `protobuf:"varint,17,opt,name=events,proto3" json:"events,omitempty"`
+	Views    int32 `protobuf:"varint,14,opt,name=views,proto3" json:"views,omitempty"`
+	Triggers int32 `protobuf:"varint,15,opt,name=triggers,proto3" json:"triggers,omitempty"`
+	Routines int32 `protobuf:"varint,16,opt,name=routines,proto3" json:"routines,omitempty"`
+	Events   int32 `protobuf:"varint,17,opt,name=events,proto3" json:"events,omitempty"`
+	// The name resolves to this build: the most recently ensured ready one.
+	// Other live builds of the name are leased by hash (template_hash).
+	Current bool `protobuf:"varint,18,opt,name=current,proto3" json:"current,omitempty"`
+	// Where the build is while BUILDING, and where it ended.
+	Progress *BuildProgress `protobuf:"bytes,19,opt,name=progress,proto3" json:"progress,omitempty"`
+	// How the template came to be: "migrations" (goose files run by the
+	// daemon), "external" (the caller's migrator, BeginTemplateBuild) or
+	// "cache" (restored from the template cache, --cache-dir).
+	Source        string `protobuf:"bytes,20,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Template) Reset() {
 	*x = Template{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[9]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +1242,7 @@ func (x *Template) String() string {
 func (*Template) ProtoMessage() {}
 
 func (x *Template) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[9]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +1255,7 @@ func (x *Template) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Template.ProtoReflect.Descriptor instead.
 func (*Template) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{9}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Template) GetName() string {
@@ -807,6 +1377,110 @@ func (x *Template) GetEvents() int32 {
 	return 0
 }
 
+func (x *Template) GetCurrent() bool {
+	if x != nil {
+		return x.Current
+	}
+	return false
+}
+
+func (x *Template) GetProgress() *BuildProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *Template) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+// BuildProgress is where a template build is.
+type BuildProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "waiting" (for a server or a build slot), "migrating", "seeding",
+	// "external" (the caller's migrator runs), "restoring" (from the cache),
+	// "capturing", "cloning", "done" or "failed".
+	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	// The migration running (1-based) and how many there are, while migrating.
+	Step  int32 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	Steps int32 `protobuf:"varint,3,opt,name=steps,proto3" json:"steps,omitempty"`
+	// The running migration's file name.
+	Migration string `protobuf:"bytes,4,opt,name=migration,proto3" json:"migration,omitempty"`
+	// Time since the build began.
+	ElapsedMs     float64 `protobuf:"fixed64,5,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BuildProgress) Reset() {
+	*x = BuildProgress{}
+	mi := &file_testdb_v1_testdb_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BuildProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BuildProgress) ProtoMessage() {}
+
+func (x *BuildProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_testdb_v1_testdb_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BuildProgress.ProtoReflect.Descriptor instead.
+func (*BuildProgress) Descriptor() ([]byte, []int) {
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *BuildProgress) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *BuildProgress) GetStep() int32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *BuildProgress) GetSteps() int32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *BuildProgress) GetMigration() string {
+	if x != nil {
+		return x.Migration
+	}
+	return ""
+}
+
+func (x *BuildProgress) GetElapsedMs() float64 {
+	if x != nil {
+		return x.ElapsedMs
+	}
+	return 0
+}
+
 // BuildTimings are a template build's phases, in milliseconds.
 type BuildTimings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -817,15 +1491,18 @@ type BuildTimings struct {
 	// Reading the template's definition back.
 	CaptureMs float64 `protobuf:"fixed64,4,opt,name=capture_ms,json=captureMs,proto3" json:"capture_ms,omitempty"`
 	// Creating the first worker database.
-	CloneMs       float64 `protobuf:"fixed64,5,opt,name=clone_ms,json=cloneMs,proto3" json:"clone_ms,omitempty"`
-	TotalMs       float64 `protobuf:"fixed64,6,opt,name=total_ms,json=totalMs,proto3" json:"total_ms,omitempty"`
+	CloneMs float64 `protobuf:"fixed64,5,opt,name=clone_ms,json=cloneMs,proto3" json:"clone_ms,omitempty"`
+	TotalMs float64 `protobuf:"fixed64,6,opt,name=total_ms,json=totalMs,proto3" json:"total_ms,omitempty"`
+	// Restoring the template from the cache (source "cache"), in place of
+	// migrate, seed and capture.
+	RestoreMs     float64 `protobuf:"fixed64,7,opt,name=restore_ms,json=restoreMs,proto3" json:"restore_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BuildTimings) Reset() {
 	*x = BuildTimings{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[10]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +1514,7 @@ func (x *BuildTimings) String() string {
 func (*BuildTimings) ProtoMessage() {}
 
 func (x *BuildTimings) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[10]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +1527,7 @@ func (x *BuildTimings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildTimings.ProtoReflect.Descriptor instead.
 func (*BuildTimings) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{10}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BuildTimings) GetProvisionMs() float64 {
@@ -895,6 +1572,13 @@ func (x *BuildTimings) GetTotalMs() float64 {
 	return 0
 }
 
+func (x *BuildTimings) GetRestoreMs() float64 {
+	if x != nil {
+		return x.RestoreMs
+	}
+	return 0
+}
+
 // PoolCounts are the template's worker databases by state.
 type PoolCounts struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -910,7 +1594,7 @@ type PoolCounts struct {
 
 func (x *PoolCounts) Reset() {
 	*x = PoolCounts{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[11]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1606,7 @@ func (x *PoolCounts) String() string {
 func (*PoolCounts) ProtoMessage() {}
 
 func (x *PoolCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[11]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1619,7 @@ func (x *PoolCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolCounts.ProtoReflect.Descriptor instead.
 func (*PoolCounts) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{11}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PoolCounts) GetReady() int32 {
@@ -987,13 +1671,18 @@ type AcquireLeaseRequest struct {
 	// The most connections the lease may have open at once; 0 means the
 	// daemon's default (--lease-connections), at most --max-lease-connections.
 	MaxConnections int32 `protobuf:"varint,6,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Pins the lease to the build of the template with this hash (what
+	// EnsureTemplate returned): a name now pointing at another build fails
+	// with FAILED_PRECONDITION (409) naming both hashes, instead of handing
+	// out another schema. Empty means the name's current build.
+	TemplateHash  string `protobuf:"bytes,7,opt,name=template_hash,json=templateHash,proto3" json:"template_hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AcquireLeaseRequest) Reset() {
 	*x = AcquireLeaseRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[12]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1694,7 @@ func (x *AcquireLeaseRequest) String() string {
 func (*AcquireLeaseRequest) ProtoMessage() {}
 
 func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[12]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1707,7 @@ func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{12}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AcquireLeaseRequest) GetTemplate() string {
@@ -1063,6 +1752,13 @@ func (x *AcquireLeaseRequest) GetMaxConnections() int32 {
 	return 0
 }
 
+func (x *AcquireLeaseRequest) GetTemplateHash() string {
+	if x != nil {
+		return x.TemplateHash
+	}
+	return ""
+}
+
 type AcquireLeaseResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Lease         *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
@@ -1072,7 +1768,7 @@ type AcquireLeaseResponse struct {
 
 func (x *AcquireLeaseResponse) Reset() {
 	*x = AcquireLeaseResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[13]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1780,7 @@ func (x *AcquireLeaseResponse) String() string {
 func (*AcquireLeaseResponse) ProtoMessage() {}
 
 func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[13]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1793,7 @@ func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{13}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AcquireLeaseResponse) GetLease() *Lease {
@@ -1116,7 +1812,7 @@ type GetLeaseRequest struct {
 
 func (x *GetLeaseRequest) Reset() {
 	*x = GetLeaseRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[14]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1824,7 @@ func (x *GetLeaseRequest) String() string {
 func (*GetLeaseRequest) ProtoMessage() {}
 
 func (x *GetLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[14]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1837,7 @@ func (x *GetLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaseRequest.ProtoReflect.Descriptor instead.
 func (*GetLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{14}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetLeaseRequest) GetId() string {
@@ -1160,7 +1856,7 @@ type GetLeaseResponse struct {
 
 func (x *GetLeaseResponse) Reset() {
 	*x = GetLeaseResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[15]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1868,7 @@ func (x *GetLeaseResponse) String() string {
 func (*GetLeaseResponse) ProtoMessage() {}
 
 func (x *GetLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[15]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1185,7 +1881,7 @@ func (x *GetLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaseResponse.ProtoReflect.Descriptor instead.
 func (*GetLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{15}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetLeaseResponse) GetLease() *Lease {
@@ -1205,7 +1901,7 @@ type ListLeasesRequest struct {
 
 func (x *ListLeasesRequest) Reset() {
 	*x = ListLeasesRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[16]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1913,7 @@ func (x *ListLeasesRequest) String() string {
 func (*ListLeasesRequest) ProtoMessage() {}
 
 func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[16]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1926,7 @@ func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesRequest.ProtoReflect.Descriptor instead.
 func (*ListLeasesRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{16}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListLeasesRequest) GetTemplate() string {
@@ -1249,7 +1945,7 @@ type ListLeasesResponse struct {
 
 func (x *ListLeasesResponse) Reset() {
 	*x = ListLeasesResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[17]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1957,7 @@ func (x *ListLeasesResponse) String() string {
 func (*ListLeasesResponse) ProtoMessage() {}
 
 func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[17]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1970,7 @@ func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesResponse.ProtoReflect.Descriptor instead.
 func (*ListLeasesResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{17}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListLeasesResponse) GetLeases() []*Lease {
@@ -1295,7 +1991,7 @@ type RenewLeaseRequest struct {
 
 func (x *RenewLeaseRequest) Reset() {
 	*x = RenewLeaseRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[18]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +2003,7 @@ func (x *RenewLeaseRequest) String() string {
 func (*RenewLeaseRequest) ProtoMessage() {}
 
 func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[18]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +2016,7 @@ func (x *RenewLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RenewLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{18}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RenewLeaseRequest) GetId() string {
@@ -1346,7 +2042,7 @@ type RenewLeaseResponse struct {
 
 func (x *RenewLeaseResponse) Reset() {
 	*x = RenewLeaseResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[19]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +2054,7 @@ func (x *RenewLeaseResponse) String() string {
 func (*RenewLeaseResponse) ProtoMessage() {}
 
 func (x *RenewLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[19]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +2067,7 @@ func (x *RenewLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewLeaseResponse.ProtoReflect.Descriptor instead.
 func (*RenewLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{19}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RenewLeaseResponse) GetLease() *Lease {
@@ -1392,7 +2088,7 @@ type ResetLeaseRequest struct {
 
 func (x *ResetLeaseRequest) Reset() {
 	*x = ResetLeaseRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[20]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +2100,7 @@ func (x *ResetLeaseRequest) String() string {
 func (*ResetLeaseRequest) ProtoMessage() {}
 
 func (x *ResetLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[20]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +2113,7 @@ func (x *ResetLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ResetLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{20}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ResetLeaseRequest) GetId() string {
@@ -1443,7 +2139,7 @@ type ResetLeaseResponse struct {
 
 func (x *ResetLeaseResponse) Reset() {
 	*x = ResetLeaseResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[21]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +2151,7 @@ func (x *ResetLeaseResponse) String() string {
 func (*ResetLeaseResponse) ProtoMessage() {}
 
 func (x *ResetLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[21]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +2164,7 @@ func (x *ResetLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ResetLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{21}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ResetLeaseResponse) GetReport() *ResetReport {
@@ -1487,7 +2183,7 @@ type ReleaseLeaseRequest struct {
 
 func (x *ReleaseLeaseRequest) Reset() {
 	*x = ReleaseLeaseRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[22]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +2195,7 @@ func (x *ReleaseLeaseRequest) String() string {
 func (*ReleaseLeaseRequest) ProtoMessage() {}
 
 func (x *ReleaseLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[22]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +2208,7 @@ func (x *ReleaseLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{22}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReleaseLeaseRequest) GetId() string {
@@ -1531,7 +2227,7 @@ type ReleaseLeaseResponse struct {
 
 func (x *ReleaseLeaseResponse) Reset() {
 	*x = ReleaseLeaseResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[23]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +2239,7 @@ func (x *ReleaseLeaseResponse) String() string {
 func (*ReleaseLeaseResponse) ProtoMessage() {}
 
 func (x *ReleaseLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[23]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +2252,7 @@ func (x *ReleaseLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{23}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReleaseLeaseResponse) GetLease() *Lease {
@@ -1605,7 +2301,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[24]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +2313,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[24]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +2326,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{24}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Lease) GetId() string {
@@ -1809,7 +2505,7 @@ type ResetReport struct {
 
 func (x *ResetReport) Reset() {
 	*x = ResetReport{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[25]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +2517,7 @@ func (x *ResetReport) String() string {
 func (*ResetReport) ProtoMessage() {}
 
 func (x *ResetReport) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[25]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +2530,7 @@ func (x *ResetReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetReport.ProtoReflect.Descriptor instead.
 func (*ResetReport) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{25}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ResetReport) GetLeaseId() string {
@@ -1933,7 +2629,7 @@ type ResetPhases struct {
 
 func (x *ResetPhases) Reset() {
 	*x = ResetPhases{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[26]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2641,7 @@ func (x *ResetPhases) String() string {
 func (*ResetPhases) ProtoMessage() {}
 
 func (x *ResetPhases) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[26]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2654,7 @@ func (x *ResetPhases) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetPhases.ProtoReflect.Descriptor instead.
 func (*ResetPhases) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{26}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ResetPhases) GetSessionsMs() float64 {
@@ -2004,7 +2700,7 @@ type ListInstancesRequest struct {
 
 func (x *ListInstancesRequest) Reset() {
 	*x = ListInstancesRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[27]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2712,7 @@ func (x *ListInstancesRequest) String() string {
 func (*ListInstancesRequest) ProtoMessage() {}
 
 func (x *ListInstancesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[27]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2725,7 @@ func (x *ListInstancesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInstancesRequest.ProtoReflect.Descriptor instead.
 func (*ListInstancesRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{27}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{37}
 }
 
 type ListInstancesResponse struct {
@@ -2041,7 +2737,7 @@ type ListInstancesResponse struct {
 
 func (x *ListInstancesResponse) Reset() {
 	*x = ListInstancesResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[28]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2749,7 @@ func (x *ListInstancesResponse) String() string {
 func (*ListInstancesResponse) ProtoMessage() {}
 
 func (x *ListInstancesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[28]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2762,7 @@ func (x *ListInstancesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInstancesResponse.ProtoReflect.Descriptor instead.
 func (*ListInstancesResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{28}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListInstancesResponse) GetInstances() []*Instance {
@@ -2120,7 +2816,7 @@ type Instance struct {
 
 func (x *Instance) Reset() {
 	*x = Instance{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[29]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2828,7 @@ func (x *Instance) String() string {
 func (*Instance) ProtoMessage() {}
 
 func (x *Instance) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[29]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2841,7 @@ func (x *Instance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Instance.ProtoReflect.Descriptor instead.
 func (*Instance) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{29}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Instance) GetId() string {
@@ -2315,7 +3011,7 @@ type Setting struct {
 
 func (x *Setting) Reset() {
 	*x = Setting{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[30]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2327,7 +3023,7 @@ func (x *Setting) String() string {
 func (*Setting) ProtoMessage() {}
 
 func (x *Setting) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[30]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2340,7 +3036,7 @@ func (x *Setting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Setting.ProtoReflect.Descriptor instead.
 func (*Setting) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{30}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Setting) GetName() string {
@@ -2379,7 +3075,7 @@ type GetStatsRequest struct {
 
 func (x *GetStatsRequest) Reset() {
 	*x = GetStatsRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[31]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2391,7 +3087,7 @@ func (x *GetStatsRequest) String() string {
 func (*GetStatsRequest) ProtoMessage() {}
 
 func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[31]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2404,7 +3100,7 @@ func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetStatsRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{31}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{41}
 }
 
 type GetStatsResponse struct {
@@ -2427,7 +3123,7 @@ type GetStatsResponse struct {
 
 func (x *GetStatsResponse) Reset() {
 	*x = GetStatsResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[32]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +3135,7 @@ func (x *GetStatsResponse) String() string {
 func (*GetStatsResponse) ProtoMessage() {}
 
 func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[32]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +3148,7 @@ func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetStatsResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{32}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetStatsResponse) GetResets() []*StrategyStats {
@@ -2537,7 +3233,7 @@ type StrategyStats struct {
 
 func (x *StrategyStats) Reset() {
 	*x = StrategyStats{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[33]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +3245,7 @@ func (x *StrategyStats) String() string {
 func (*StrategyStats) ProtoMessage() {}
 
 func (x *StrategyStats) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[33]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +3258,7 @@ func (x *StrategyStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StrategyStats.ProtoReflect.Descriptor instead.
 func (*StrategyStats) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{33}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *StrategyStats) GetStrategy() Strategy {
@@ -2608,7 +3304,7 @@ type LatencyStats struct {
 
 func (x *LatencyStats) Reset() {
 	*x = LatencyStats{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[34]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +3316,7 @@ func (x *LatencyStats) String() string {
 func (*LatencyStats) ProtoMessage() {}
 
 func (x *LatencyStats) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[34]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +3329,7 @@ func (x *LatencyStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatencyStats.ProtoReflect.Descriptor instead.
 func (*LatencyStats) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{34}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *LatencyStats) GetCount() uint32 {
@@ -2692,7 +3388,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[35]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2704,7 +3400,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[35]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2717,7 +3413,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{35}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListEventsRequest) GetLimit() int32 {
@@ -2746,7 +3442,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[36]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +3454,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[36]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +3467,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{36}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListEventsResponse) GetResets() []*ResetEvent {
@@ -2811,7 +3507,7 @@ type ResetEvent struct {
 
 func (x *ResetEvent) Reset() {
 	*x = ResetEvent{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[37]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2823,7 +3519,7 @@ func (x *ResetEvent) String() string {
 func (*ResetEvent) ProtoMessage() {}
 
 func (x *ResetEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[37]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2836,7 +3532,7 @@ func (x *ResetEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetEvent.ProtoReflect.Descriptor instead.
 func (*ResetEvent) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{37}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ResetEvent) GetSeq() int64 {
@@ -2913,7 +3609,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_testdb_v1_testdb_proto_msgTypes[38]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +3621,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_testdb_v1_testdb_proto_msgTypes[38]
+	mi := &file_testdb_v1_testdb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +3634,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{38}
+	return file_testdb_v1_testdb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Event) GetSeq() int64 {
@@ -3024,9 +3720,47 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\tpool_size\x18\a \x01(\x05R\bpoolSize\x122\n" +
 	"\x15build_timeout_seconds\x18\b \x01(\x05R\x13buildTimeoutSeconds\"I\n" +
 	"\x16EnsureTemplateResponse\x12/\n" +
-	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\"(\n" +
+	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\"<\n" +
 	"\x12GetTemplateRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"F\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash\">\n" +
+	"\x14WatchTemplateRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash\"H\n" +
+	"\x15WatchTemplateResponse\x12/\n" +
+	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\"\xa8\x01\n" +
+	"\x19BeginTemplateBuildRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fcontent_hash\x18\x02 \x01(\tR\vcontentHash\x12\x16\n" +
+	"\x06engine\x18\x03 \x01(\tR\x06engine\x12\x1b\n" +
+	"\tpool_size\x18\x04 \x01(\x05R\bpoolSize\x12\x1f\n" +
+	"\vttl_seconds\x18\x05 \x01(\x05R\n" +
+	"ttlSeconds\"}\n" +
+	"\x1aBeginTemplateBuildResponse\x12/\n" +
+	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\x12.\n" +
+	"\x05build\x18\x02 \x01(\v2\x18.testdb.v1.ExternalBuildR\x05build\"\xe2\x01\n" +
+	"\rExternalBuild\x12\x1a\n" +
+	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x03 \x01(\x05R\x04port\x12\x12\n" +
+	"\x04user\x18\x04 \x01(\tR\x04user\x12\x1a\n" +
+	"\bpassword\x18\x05 \x01(\tR\bpassword\x12\x10\n" +
+	"\x03dsn\x18\x06 \x01(\tR\x03dsn\x12\x10\n" +
+	"\x03url\x18\a \x01(\tR\x03url\x129\n" +
+	"\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"Z\n" +
+	"\x1aFinishTemplateBuildRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x14\n" +
+	"\x05async\x18\x03 \x01(\bR\x05async\"N\n" +
+	"\x1bFinishTemplateBuildResponse\x12/\n" +
+	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\"[\n" +
+	"\x19AbortTemplateBuildRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"M\n" +
+	"\x1aAbortTemplateBuildResponse\x12/\n" +
+	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\"F\n" +
 	"\x13GetTemplateResponse\x12/\n" +
 	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\"\x16\n" +
 	"\x14ListTemplatesRequest\"J\n" +
@@ -3036,7 +3770,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"I\n" +
 	"\x16DeleteTemplateResponse\x12/\n" +
-	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\"\x9a\x04\n" +
+	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\"\x82\x05\n" +
 	"\bTemplate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12.\n" +
@@ -3059,7 +3793,17 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x05views\x18\x0e \x01(\x05R\x05views\x12\x1a\n" +
 	"\btriggers\x18\x0f \x01(\x05R\btriggers\x12\x1a\n" +
 	"\broutines\x18\x10 \x01(\x05R\broutines\x12\x16\n" +
-	"\x06events\x18\x11 \x01(\x05R\x06events\"\xbe\x01\n" +
+	"\x06events\x18\x11 \x01(\x05R\x06events\x12\x18\n" +
+	"\acurrent\x18\x12 \x01(\bR\acurrent\x124\n" +
+	"\bprogress\x18\x13 \x01(\v2\x18.testdb.v1.BuildProgressR\bprogress\x12\x16\n" +
+	"\x06source\x18\x14 \x01(\tR\x06source\"\x8c\x01\n" +
+	"\rBuildProgress\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x12\n" +
+	"\x04step\x18\x02 \x01(\x05R\x04step\x12\x14\n" +
+	"\x05steps\x18\x03 \x01(\x05R\x05steps\x12\x1c\n" +
+	"\tmigration\x18\x04 \x01(\tR\tmigration\x12\x1d\n" +
+	"\n" +
+	"elapsed_ms\x18\x05 \x01(\x01R\telapsedMs\"\xdd\x01\n" +
 	"\fBuildTimings\x12!\n" +
 	"\fprovision_ms\x18\x01 \x01(\x01R\vprovisionMs\x12\x1d\n" +
 	"\n" +
@@ -3068,14 +3812,16 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\n" +
 	"capture_ms\x18\x04 \x01(\x01R\tcaptureMs\x12\x19\n" +
 	"\bclone_ms\x18\x05 \x01(\x01R\acloneMs\x12\x19\n" +
-	"\btotal_ms\x18\x06 \x01(\x01R\atotalMs\"\x8c\x01\n" +
+	"\btotal_ms\x18\x06 \x01(\x01R\atotalMs\x12\x1d\n" +
+	"\n" +
+	"restore_ms\x18\a \x01(\x01R\trestoreMs\"\x8c\x01\n" +
 	"\n" +
 	"PoolCounts\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\x05R\x05ready\x12\x16\n" +
 	"\x06leased\x18\x02 \x01(\x05R\x06leased\x12\x1c\n" +
 	"\tresetting\x18\x03 \x01(\x05R\tresetting\x12\x1a\n" +
 	"\bcreating\x18\x04 \x01(\x05R\bcreating\x12\x16\n" +
-	"\x06target\x18\x05 \x01(\x05R\x06target\"\xec\x01\n" +
+	"\x06target\x18\x05 \x01(\x05R\x06target\"\x91\x02\n" +
 	"\x13AcquireLeaseRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12/\n" +
 	"\bstrategy\x18\x02 \x01(\x0e2\x13.testdb.v1.StrategyR\bstrategy\x12\x1f\n" +
@@ -3083,7 +3829,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"ttlSeconds\x12\x16\n" +
 	"\x06worker\x18\x04 \x01(\tR\x06worker\x12&\n" +
 	"\x0fwait_timeout_ms\x18\x05 \x01(\x05R\rwaitTimeoutMs\x12'\n" +
-	"\x0fmax_connections\x18\x06 \x01(\x05R\x0emaxConnections\">\n" +
+	"\x0fmax_connections\x18\x06 \x01(\x05R\x0emaxConnections\x12#\n" +
+	"\rtemplate_hash\x18\a \x01(\tR\ftemplateHash\">\n" +
 	"\x14AcquireLeaseResponse\x12&\n" +
 	"\x05lease\x18\x01 \x01(\v2\x10.testdb.v1.LeaseR\x05lease\"!\n" +
 	"\x0fGetLeaseRequest\x12\x0e\n" +
@@ -3253,11 +4000,15 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x17TEMPLATE_STATE_BUILDING\x10\x01\x12\x18\n" +
 	"\x14TEMPLATE_STATE_READY\x10\x02\x12\x19\n" +
 	"\x15TEMPLATE_STATE_FAILED\x10\x03\x12\x1b\n" +
-	"\x17TEMPLATE_STATE_DEGRADED\x10\x042\x8f\v\n" +
+	"\x17TEMPLATE_STATE_DEGRADED\x10\x042\xc2\x0f\n" +
 	"\rTestDBService\x12y\n" +
 	"\x0eEnsureTemplate\x12 .testdb.v1.EnsureTemplateRequest\x1a!.testdb.v1.EnsureTemplateResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*b\btemplate\"\r/v1/templates\x12t\n" +
-	"\vGetTemplate\x12\x1d.testdb.v1.GetTemplateRequest\x1a\x1e.testdb.v1.GetTemplateResponse\"&\x82\xd3\xe4\x93\x02 b\btemplate\x12\x14/v1/templates/{name}\x12i\n" +
-	"\rListTemplates\x12\x1f.testdb.v1.ListTemplatesRequest\x1a .testdb.v1.ListTemplatesResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/templates\x12s\n" +
+	"\vGetTemplate\x12\x1d.testdb.v1.GetTemplateRequest\x1a\x1e.testdb.v1.GetTemplateResponse\"&\x82\xd3\xe4\x93\x02 b\btemplate\x12\x14/v1/templates/{name}\x12x\n" +
+	"\rWatchTemplate\x12\x1f.testdb.v1.WatchTemplateRequest\x1a .testdb.v1.WatchTemplateResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/templates/{name}:watch0\x01\x12i\n" +
+	"\rListTemplates\x12\x1f.testdb.v1.ListTemplatesRequest\x1a .testdb.v1.ListTemplatesResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/templates\x12\x88\x01\n" +
+	"\x12BeginTemplateBuild\x12$.testdb.v1.BeginTemplateBuildRequest\x1a%.testdb.v1.BeginTemplateBuildResponse\"%\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/v1/templates/{name}:begin\x12\x96\x01\n" +
+	"\x13FinishTemplateBuild\x12%.testdb.v1.FinishTemplateBuildRequest\x1a&.testdb.v1.FinishTemplateBuildResponse\"0\x82\xd3\xe4\x93\x02*:\x01*b\btemplate\"\x1b/v1/templates/{name}:finish\x12\x92\x01\n" +
+	"\x12AbortTemplateBuild\x12$.testdb.v1.AbortTemplateBuildRequest\x1a%.testdb.v1.AbortTemplateBuildResponse\"/\x82\xd3\xe4\x93\x02):\x01*b\btemplate\"\x1a/v1/templates/{name}:abort\x12s\n" +
 	"\x0eDeleteTemplate\x12 .testdb.v1.DeleteTemplateRequest\x1a!.testdb.v1.DeleteTemplateResponse\"\x1c\x82\xd3\xe4\x93\x02\x16*\x14/v1/templates/{name}\x12m\n" +
 	"\fAcquireLease\x12\x1e.testdb.v1.AcquireLeaseRequest\x1a\x1f.testdb.v1.AcquireLeaseResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*b\x05lease\"\n" +
 	"/v1/leases\x12c\n" +
@@ -3295,119 +4046,144 @@ func file_testdb_v1_testdb_proto_rawDescGZIP() []byte {
 }
 
 var file_testdb_v1_testdb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_testdb_v1_testdb_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_testdb_v1_testdb_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_testdb_v1_testdb_proto_goTypes = []any{
-	(Strategy)(0),                  // 0: testdb.v1.Strategy
-	(TemplateState)(0),             // 1: testdb.v1.TemplateState
-	(*MigrationFile)(nil),          // 2: testdb.v1.MigrationFile
-	(*EnsureTemplateRequest)(nil),  // 3: testdb.v1.EnsureTemplateRequest
-	(*EnsureTemplateResponse)(nil), // 4: testdb.v1.EnsureTemplateResponse
-	(*GetTemplateRequest)(nil),     // 5: testdb.v1.GetTemplateRequest
-	(*GetTemplateResponse)(nil),    // 6: testdb.v1.GetTemplateResponse
-	(*ListTemplatesRequest)(nil),   // 7: testdb.v1.ListTemplatesRequest
-	(*ListTemplatesResponse)(nil),  // 8: testdb.v1.ListTemplatesResponse
-	(*DeleteTemplateRequest)(nil),  // 9: testdb.v1.DeleteTemplateRequest
-	(*DeleteTemplateResponse)(nil), // 10: testdb.v1.DeleteTemplateResponse
-	(*Template)(nil),               // 11: testdb.v1.Template
-	(*BuildTimings)(nil),           // 12: testdb.v1.BuildTimings
-	(*PoolCounts)(nil),             // 13: testdb.v1.PoolCounts
-	(*AcquireLeaseRequest)(nil),    // 14: testdb.v1.AcquireLeaseRequest
-	(*AcquireLeaseResponse)(nil),   // 15: testdb.v1.AcquireLeaseResponse
-	(*GetLeaseRequest)(nil),        // 16: testdb.v1.GetLeaseRequest
-	(*GetLeaseResponse)(nil),       // 17: testdb.v1.GetLeaseResponse
-	(*ListLeasesRequest)(nil),      // 18: testdb.v1.ListLeasesRequest
-	(*ListLeasesResponse)(nil),     // 19: testdb.v1.ListLeasesResponse
-	(*RenewLeaseRequest)(nil),      // 20: testdb.v1.RenewLeaseRequest
-	(*RenewLeaseResponse)(nil),     // 21: testdb.v1.RenewLeaseResponse
-	(*ResetLeaseRequest)(nil),      // 22: testdb.v1.ResetLeaseRequest
-	(*ResetLeaseResponse)(nil),     // 23: testdb.v1.ResetLeaseResponse
-	(*ReleaseLeaseRequest)(nil),    // 24: testdb.v1.ReleaseLeaseRequest
-	(*ReleaseLeaseResponse)(nil),   // 25: testdb.v1.ReleaseLeaseResponse
-	(*Lease)(nil),                  // 26: testdb.v1.Lease
-	(*ResetReport)(nil),            // 27: testdb.v1.ResetReport
-	(*ResetPhases)(nil),            // 28: testdb.v1.ResetPhases
-	(*ListInstancesRequest)(nil),   // 29: testdb.v1.ListInstancesRequest
-	(*ListInstancesResponse)(nil),  // 30: testdb.v1.ListInstancesResponse
-	(*Instance)(nil),               // 31: testdb.v1.Instance
-	(*Setting)(nil),                // 32: testdb.v1.Setting
-	(*GetStatsRequest)(nil),        // 33: testdb.v1.GetStatsRequest
-	(*GetStatsResponse)(nil),       // 34: testdb.v1.GetStatsResponse
-	(*StrategyStats)(nil),          // 35: testdb.v1.StrategyStats
-	(*LatencyStats)(nil),           // 36: testdb.v1.LatencyStats
-	(*ListEventsRequest)(nil),      // 37: testdb.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),     // 38: testdb.v1.ListEventsResponse
-	(*ResetEvent)(nil),             // 39: testdb.v1.ResetEvent
-	(*Event)(nil),                  // 40: testdb.v1.Event
-	(*timestamppb.Timestamp)(nil),  // 41: google.protobuf.Timestamp
+	(Strategy)(0),                       // 0: testdb.v1.Strategy
+	(TemplateState)(0),                  // 1: testdb.v1.TemplateState
+	(*MigrationFile)(nil),               // 2: testdb.v1.MigrationFile
+	(*EnsureTemplateRequest)(nil),       // 3: testdb.v1.EnsureTemplateRequest
+	(*EnsureTemplateResponse)(nil),      // 4: testdb.v1.EnsureTemplateResponse
+	(*GetTemplateRequest)(nil),          // 5: testdb.v1.GetTemplateRequest
+	(*WatchTemplateRequest)(nil),        // 6: testdb.v1.WatchTemplateRequest
+	(*WatchTemplateResponse)(nil),       // 7: testdb.v1.WatchTemplateResponse
+	(*BeginTemplateBuildRequest)(nil),   // 8: testdb.v1.BeginTemplateBuildRequest
+	(*BeginTemplateBuildResponse)(nil),  // 9: testdb.v1.BeginTemplateBuildResponse
+	(*ExternalBuild)(nil),               // 10: testdb.v1.ExternalBuild
+	(*FinishTemplateBuildRequest)(nil),  // 11: testdb.v1.FinishTemplateBuildRequest
+	(*FinishTemplateBuildResponse)(nil), // 12: testdb.v1.FinishTemplateBuildResponse
+	(*AbortTemplateBuildRequest)(nil),   // 13: testdb.v1.AbortTemplateBuildRequest
+	(*AbortTemplateBuildResponse)(nil),  // 14: testdb.v1.AbortTemplateBuildResponse
+	(*GetTemplateResponse)(nil),         // 15: testdb.v1.GetTemplateResponse
+	(*ListTemplatesRequest)(nil),        // 16: testdb.v1.ListTemplatesRequest
+	(*ListTemplatesResponse)(nil),       // 17: testdb.v1.ListTemplatesResponse
+	(*DeleteTemplateRequest)(nil),       // 18: testdb.v1.DeleteTemplateRequest
+	(*DeleteTemplateResponse)(nil),      // 19: testdb.v1.DeleteTemplateResponse
+	(*Template)(nil),                    // 20: testdb.v1.Template
+	(*BuildProgress)(nil),               // 21: testdb.v1.BuildProgress
+	(*BuildTimings)(nil),                // 22: testdb.v1.BuildTimings
+	(*PoolCounts)(nil),                  // 23: testdb.v1.PoolCounts
+	(*AcquireLeaseRequest)(nil),         // 24: testdb.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),        // 25: testdb.v1.AcquireLeaseResponse
+	(*GetLeaseRequest)(nil),             // 26: testdb.v1.GetLeaseRequest
+	(*GetLeaseResponse)(nil),            // 27: testdb.v1.GetLeaseResponse
+	(*ListLeasesRequest)(nil),           // 28: testdb.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),          // 29: testdb.v1.ListLeasesResponse
+	(*RenewLeaseRequest)(nil),           // 30: testdb.v1.RenewLeaseRequest
+	(*RenewLeaseResponse)(nil),          // 31: testdb.v1.RenewLeaseResponse
+	(*ResetLeaseRequest)(nil),           // 32: testdb.v1.ResetLeaseRequest
+	(*ResetLeaseResponse)(nil),          // 33: testdb.v1.ResetLeaseResponse
+	(*ReleaseLeaseRequest)(nil),         // 34: testdb.v1.ReleaseLeaseRequest
+	(*ReleaseLeaseResponse)(nil),        // 35: testdb.v1.ReleaseLeaseResponse
+	(*Lease)(nil),                       // 36: testdb.v1.Lease
+	(*ResetReport)(nil),                 // 37: testdb.v1.ResetReport
+	(*ResetPhases)(nil),                 // 38: testdb.v1.ResetPhases
+	(*ListInstancesRequest)(nil),        // 39: testdb.v1.ListInstancesRequest
+	(*ListInstancesResponse)(nil),       // 40: testdb.v1.ListInstancesResponse
+	(*Instance)(nil),                    // 41: testdb.v1.Instance
+	(*Setting)(nil),                     // 42: testdb.v1.Setting
+	(*GetStatsRequest)(nil),             // 43: testdb.v1.GetStatsRequest
+	(*GetStatsResponse)(nil),            // 44: testdb.v1.GetStatsResponse
+	(*StrategyStats)(nil),               // 45: testdb.v1.StrategyStats
+	(*LatencyStats)(nil),                // 46: testdb.v1.LatencyStats
+	(*ListEventsRequest)(nil),           // 47: testdb.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),          // 48: testdb.v1.ListEventsResponse
+	(*ResetEvent)(nil),                  // 49: testdb.v1.ResetEvent
+	(*Event)(nil),                       // 50: testdb.v1.Event
+	(*timestamppb.Timestamp)(nil),       // 51: google.protobuf.Timestamp
 }
 var file_testdb_v1_testdb_proto_depIdxs = []int32{
 	2,  // 0: testdb.v1.EnsureTemplateRequest.migrations:type_name -> testdb.v1.MigrationFile
-	11, // 1: testdb.v1.EnsureTemplateResponse.template:type_name -> testdb.v1.Template
-	11, // 2: testdb.v1.GetTemplateResponse.template:type_name -> testdb.v1.Template
-	11, // 3: testdb.v1.ListTemplatesResponse.templates:type_name -> testdb.v1.Template
-	11, // 4: testdb.v1.DeleteTemplateResponse.template:type_name -> testdb.v1.Template
-	1,  // 5: testdb.v1.Template.state:type_name -> testdb.v1.TemplateState
-	12, // 6: testdb.v1.Template.build:type_name -> testdb.v1.BuildTimings
-	13, // 7: testdb.v1.Template.pool:type_name -> testdb.v1.PoolCounts
-	41, // 8: testdb.v1.Template.created_at:type_name -> google.protobuf.Timestamp
-	0,  // 9: testdb.v1.AcquireLeaseRequest.strategy:type_name -> testdb.v1.Strategy
-	26, // 10: testdb.v1.AcquireLeaseResponse.lease:type_name -> testdb.v1.Lease
-	26, // 11: testdb.v1.GetLeaseResponse.lease:type_name -> testdb.v1.Lease
-	26, // 12: testdb.v1.ListLeasesResponse.leases:type_name -> testdb.v1.Lease
-	26, // 13: testdb.v1.RenewLeaseResponse.lease:type_name -> testdb.v1.Lease
-	0,  // 14: testdb.v1.ResetLeaseRequest.strategy:type_name -> testdb.v1.Strategy
-	27, // 15: testdb.v1.ResetLeaseResponse.report:type_name -> testdb.v1.ResetReport
-	26, // 16: testdb.v1.ReleaseLeaseResponse.lease:type_name -> testdb.v1.Lease
-	0,  // 17: testdb.v1.Lease.strategy:type_name -> testdb.v1.Strategy
-	41, // 18: testdb.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
-	41, // 19: testdb.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
-	0,  // 20: testdb.v1.ResetReport.strategy:type_name -> testdb.v1.Strategy
-	0,  // 21: testdb.v1.ResetReport.requested_strategy:type_name -> testdb.v1.Strategy
-	28, // 22: testdb.v1.ResetReport.phases:type_name -> testdb.v1.ResetPhases
-	31, // 23: testdb.v1.ListInstancesResponse.instances:type_name -> testdb.v1.Instance
-	32, // 24: testdb.v1.Instance.settings:type_name -> testdb.v1.Setting
-	41, // 25: testdb.v1.Instance.started_at:type_name -> google.protobuf.Timestamp
-	35, // 26: testdb.v1.GetStatsResponse.resets:type_name -> testdb.v1.StrategyStats
-	36, // 27: testdb.v1.GetStatsResponse.acquire:type_name -> testdb.v1.LatencyStats
-	36, // 28: testdb.v1.GetStatsResponse.acquire_wait:type_name -> testdb.v1.LatencyStats
-	0,  // 29: testdb.v1.StrategyStats.strategy:type_name -> testdb.v1.Strategy
-	36, // 30: testdb.v1.StrategyStats.latency:type_name -> testdb.v1.LatencyStats
-	39, // 31: testdb.v1.ListEventsResponse.resets:type_name -> testdb.v1.ResetEvent
-	40, // 32: testdb.v1.ListEventsResponse.events:type_name -> testdb.v1.Event
-	41, // 33: testdb.v1.ResetEvent.at:type_name -> google.protobuf.Timestamp
-	27, // 34: testdb.v1.ResetEvent.report:type_name -> testdb.v1.ResetReport
-	41, // 35: testdb.v1.Event.at:type_name -> google.protobuf.Timestamp
-	3,  // 36: testdb.v1.TestDBService.EnsureTemplate:input_type -> testdb.v1.EnsureTemplateRequest
-	5,  // 37: testdb.v1.TestDBService.GetTemplate:input_type -> testdb.v1.GetTemplateRequest
-	7,  // 38: testdb.v1.TestDBService.ListTemplates:input_type -> testdb.v1.ListTemplatesRequest
-	9,  // 39: testdb.v1.TestDBService.DeleteTemplate:input_type -> testdb.v1.DeleteTemplateRequest
-	14, // 40: testdb.v1.TestDBService.AcquireLease:input_type -> testdb.v1.AcquireLeaseRequest
-	16, // 41: testdb.v1.TestDBService.GetLease:input_type -> testdb.v1.GetLeaseRequest
-	18, // 42: testdb.v1.TestDBService.ListLeases:input_type -> testdb.v1.ListLeasesRequest
-	20, // 43: testdb.v1.TestDBService.RenewLease:input_type -> testdb.v1.RenewLeaseRequest
-	22, // 44: testdb.v1.TestDBService.ResetLease:input_type -> testdb.v1.ResetLeaseRequest
-	24, // 45: testdb.v1.TestDBService.ReleaseLease:input_type -> testdb.v1.ReleaseLeaseRequest
-	29, // 46: testdb.v1.TestDBService.ListInstances:input_type -> testdb.v1.ListInstancesRequest
-	33, // 47: testdb.v1.TestDBService.GetStats:input_type -> testdb.v1.GetStatsRequest
-	37, // 48: testdb.v1.TestDBService.ListEvents:input_type -> testdb.v1.ListEventsRequest
-	4,  // 49: testdb.v1.TestDBService.EnsureTemplate:output_type -> testdb.v1.EnsureTemplateResponse
-	6,  // 50: testdb.v1.TestDBService.GetTemplate:output_type -> testdb.v1.GetTemplateResponse
-	8,  // 51: testdb.v1.TestDBService.ListTemplates:output_type -> testdb.v1.ListTemplatesResponse
-	10, // 52: testdb.v1.TestDBService.DeleteTemplate:output_type -> testdb.v1.DeleteTemplateResponse
-	15, // 53: testdb.v1.TestDBService.AcquireLease:output_type -> testdb.v1.AcquireLeaseResponse
-	17, // 54: testdb.v1.TestDBService.GetLease:output_type -> testdb.v1.GetLeaseResponse
-	19, // 55: testdb.v1.TestDBService.ListLeases:output_type -> testdb.v1.ListLeasesResponse
-	21, // 56: testdb.v1.TestDBService.RenewLease:output_type -> testdb.v1.RenewLeaseResponse
-	23, // 57: testdb.v1.TestDBService.ResetLease:output_type -> testdb.v1.ResetLeaseResponse
-	25, // 58: testdb.v1.TestDBService.ReleaseLease:output_type -> testdb.v1.ReleaseLeaseResponse
-	30, // 59: testdb.v1.TestDBService.ListInstances:output_type -> testdb.v1.ListInstancesResponse
-	34, // 60: testdb.v1.TestDBService.GetStats:output_type -> testdb.v1.GetStatsResponse
-	38, // 61: testdb.v1.TestDBService.ListEvents:output_type -> testdb.v1.ListEventsResponse
-	49, // [49:62] is the sub-list for method output_type
-	36, // [36:49] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	20, // 1: testdb.v1.EnsureTemplateResponse.template:type_name -> testdb.v1.Template
+	20, // 2: testdb.v1.WatchTemplateResponse.template:type_name -> testdb.v1.Template
+	20, // 3: testdb.v1.BeginTemplateBuildResponse.template:type_name -> testdb.v1.Template
+	10, // 4: testdb.v1.BeginTemplateBuildResponse.build:type_name -> testdb.v1.ExternalBuild
+	51, // 5: testdb.v1.ExternalBuild.expires_at:type_name -> google.protobuf.Timestamp
+	20, // 6: testdb.v1.FinishTemplateBuildResponse.template:type_name -> testdb.v1.Template
+	20, // 7: testdb.v1.AbortTemplateBuildResponse.template:type_name -> testdb.v1.Template
+	20, // 8: testdb.v1.GetTemplateResponse.template:type_name -> testdb.v1.Template
+	20, // 9: testdb.v1.ListTemplatesResponse.templates:type_name -> testdb.v1.Template
+	20, // 10: testdb.v1.DeleteTemplateResponse.template:type_name -> testdb.v1.Template
+	1,  // 11: testdb.v1.Template.state:type_name -> testdb.v1.TemplateState
+	22, // 12: testdb.v1.Template.build:type_name -> testdb.v1.BuildTimings
+	23, // 13: testdb.v1.Template.pool:type_name -> testdb.v1.PoolCounts
+	51, // 14: testdb.v1.Template.created_at:type_name -> google.protobuf.Timestamp
+	21, // 15: testdb.v1.Template.progress:type_name -> testdb.v1.BuildProgress
+	0,  // 16: testdb.v1.AcquireLeaseRequest.strategy:type_name -> testdb.v1.Strategy
+	36, // 17: testdb.v1.AcquireLeaseResponse.lease:type_name -> testdb.v1.Lease
+	36, // 18: testdb.v1.GetLeaseResponse.lease:type_name -> testdb.v1.Lease
+	36, // 19: testdb.v1.ListLeasesResponse.leases:type_name -> testdb.v1.Lease
+	36, // 20: testdb.v1.RenewLeaseResponse.lease:type_name -> testdb.v1.Lease
+	0,  // 21: testdb.v1.ResetLeaseRequest.strategy:type_name -> testdb.v1.Strategy
+	37, // 22: testdb.v1.ResetLeaseResponse.report:type_name -> testdb.v1.ResetReport
+	36, // 23: testdb.v1.ReleaseLeaseResponse.lease:type_name -> testdb.v1.Lease
+	0,  // 24: testdb.v1.Lease.strategy:type_name -> testdb.v1.Strategy
+	51, // 25: testdb.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
+	51, // 26: testdb.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
+	0,  // 27: testdb.v1.ResetReport.strategy:type_name -> testdb.v1.Strategy
+	0,  // 28: testdb.v1.ResetReport.requested_strategy:type_name -> testdb.v1.Strategy
+	38, // 29: testdb.v1.ResetReport.phases:type_name -> testdb.v1.ResetPhases
+	41, // 30: testdb.v1.ListInstancesResponse.instances:type_name -> testdb.v1.Instance
+	42, // 31: testdb.v1.Instance.settings:type_name -> testdb.v1.Setting
+	51, // 32: testdb.v1.Instance.started_at:type_name -> google.protobuf.Timestamp
+	45, // 33: testdb.v1.GetStatsResponse.resets:type_name -> testdb.v1.StrategyStats
+	46, // 34: testdb.v1.GetStatsResponse.acquire:type_name -> testdb.v1.LatencyStats
+	46, // 35: testdb.v1.GetStatsResponse.acquire_wait:type_name -> testdb.v1.LatencyStats
+	0,  // 36: testdb.v1.StrategyStats.strategy:type_name -> testdb.v1.Strategy
+	46, // 37: testdb.v1.StrategyStats.latency:type_name -> testdb.v1.LatencyStats
+	49, // 38: testdb.v1.ListEventsResponse.resets:type_name -> testdb.v1.ResetEvent
+	50, // 39: testdb.v1.ListEventsResponse.events:type_name -> testdb.v1.Event
+	51, // 40: testdb.v1.ResetEvent.at:type_name -> google.protobuf.Timestamp
+	37, // 41: testdb.v1.ResetEvent.report:type_name -> testdb.v1.ResetReport
+	51, // 42: testdb.v1.Event.at:type_name -> google.protobuf.Timestamp
+	3,  // 43: testdb.v1.TestDBService.EnsureTemplate:input_type -> testdb.v1.EnsureTemplateRequest
+	5,  // 44: testdb.v1.TestDBService.GetTemplate:input_type -> testdb.v1.GetTemplateRequest
+	6,  // 45: testdb.v1.TestDBService.WatchTemplate:input_type -> testdb.v1.WatchTemplateRequest
+	16, // 46: testdb.v1.TestDBService.ListTemplates:input_type -> testdb.v1.ListTemplatesRequest
+	8,  // 47: testdb.v1.TestDBService.BeginTemplateBuild:input_type -> testdb.v1.BeginTemplateBuildRequest
+	11, // 48: testdb.v1.TestDBService.FinishTemplateBuild:input_type -> testdb.v1.FinishTemplateBuildRequest
+	13, // 49: testdb.v1.TestDBService.AbortTemplateBuild:input_type -> testdb.v1.AbortTemplateBuildRequest
+	18, // 50: testdb.v1.TestDBService.DeleteTemplate:input_type -> testdb.v1.DeleteTemplateRequest
+	24, // 51: testdb.v1.TestDBService.AcquireLease:input_type -> testdb.v1.AcquireLeaseRequest
+	26, // 52: testdb.v1.TestDBService.GetLease:input_type -> testdb.v1.GetLeaseRequest
+	28, // 53: testdb.v1.TestDBService.ListLeases:input_type -> testdb.v1.ListLeasesRequest
+	30, // 54: testdb.v1.TestDBService.RenewLease:input_type -> testdb.v1.RenewLeaseRequest
+	32, // 55: testdb.v1.TestDBService.ResetLease:input_type -> testdb.v1.ResetLeaseRequest
+	34, // 56: testdb.v1.TestDBService.ReleaseLease:input_type -> testdb.v1.ReleaseLeaseRequest
+	39, // 57: testdb.v1.TestDBService.ListInstances:input_type -> testdb.v1.ListInstancesRequest
+	43, // 58: testdb.v1.TestDBService.GetStats:input_type -> testdb.v1.GetStatsRequest
+	47, // 59: testdb.v1.TestDBService.ListEvents:input_type -> testdb.v1.ListEventsRequest
+	4,  // 60: testdb.v1.TestDBService.EnsureTemplate:output_type -> testdb.v1.EnsureTemplateResponse
+	15, // 61: testdb.v1.TestDBService.GetTemplate:output_type -> testdb.v1.GetTemplateResponse
+	7,  // 62: testdb.v1.TestDBService.WatchTemplate:output_type -> testdb.v1.WatchTemplateResponse
+	17, // 63: testdb.v1.TestDBService.ListTemplates:output_type -> testdb.v1.ListTemplatesResponse
+	9,  // 64: testdb.v1.TestDBService.BeginTemplateBuild:output_type -> testdb.v1.BeginTemplateBuildResponse
+	12, // 65: testdb.v1.TestDBService.FinishTemplateBuild:output_type -> testdb.v1.FinishTemplateBuildResponse
+	14, // 66: testdb.v1.TestDBService.AbortTemplateBuild:output_type -> testdb.v1.AbortTemplateBuildResponse
+	19, // 67: testdb.v1.TestDBService.DeleteTemplate:output_type -> testdb.v1.DeleteTemplateResponse
+	25, // 68: testdb.v1.TestDBService.AcquireLease:output_type -> testdb.v1.AcquireLeaseResponse
+	27, // 69: testdb.v1.TestDBService.GetLease:output_type -> testdb.v1.GetLeaseResponse
+	29, // 70: testdb.v1.TestDBService.ListLeases:output_type -> testdb.v1.ListLeasesResponse
+	31, // 71: testdb.v1.TestDBService.RenewLease:output_type -> testdb.v1.RenewLeaseResponse
+	33, // 72: testdb.v1.TestDBService.ResetLease:output_type -> testdb.v1.ResetLeaseResponse
+	35, // 73: testdb.v1.TestDBService.ReleaseLease:output_type -> testdb.v1.ReleaseLeaseResponse
+	40, // 74: testdb.v1.TestDBService.ListInstances:output_type -> testdb.v1.ListInstancesResponse
+	44, // 75: testdb.v1.TestDBService.GetStats:output_type -> testdb.v1.GetStatsResponse
+	48, // 76: testdb.v1.TestDBService.ListEvents:output_type -> testdb.v1.ListEventsResponse
+	60, // [60:77] is the sub-list for method output_type
+	43, // [43:60] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_testdb_v1_testdb_proto_init() }
@@ -3421,7 +4197,7 @@ func file_testdb_v1_testdb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_testdb_v1_testdb_proto_rawDesc), len(file_testdb_v1_testdb_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   39,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -62,6 +62,8 @@ func local_request_TestDBService_EnsureTemplate_0(ctx context.Context, marshaler
 	return msg, metadata, err
 }
 
+var filter_TestDBService_GetTemplate_0 = &utilities.DoubleArray{Encoding: map[string]int{"name": 0}, Base: []int{1, 1, 0}, Check: []int{0, 1, 2}}
+
 func request_TestDBService_GetTemplate_0(ctx context.Context, marshaler runtime.Marshaler, client TestDBServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq GetTemplateRequest
@@ -75,6 +77,12 @@ func request_TestDBService_GetTemplate_0(ctx context.Context, marshaler runtime.
 	protoReq.Name, err = runtime.String(val)
 	if err != nil {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_TestDBService_GetTemplate_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
@@ -97,8 +105,51 @@ func local_request_TestDBService_GetTemplate_0(ctx context.Context, marshaler ru
 	if err != nil {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
 	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_TestDBService_GetTemplate_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
 	msg, err := server.GetTemplate(ctx, &protoReq)
 	return msg, metadata, err
+}
+
+var filter_TestDBService_WatchTemplate_0 = &utilities.DoubleArray{Encoding: map[string]int{"name": 0}, Base: []int{1, 1, 0}, Check: []int{0, 1, 2}}
+
+func request_TestDBService_WatchTemplate_0(ctx context.Context, marshaler runtime.Marshaler, client TestDBServiceClient, req *http.Request, pathParams map[string]string) (TestDBService_WatchTemplateClient, runtime.ServerMetadata, error) {
+	var (
+		protoReq WatchTemplateRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_TestDBService_WatchTemplate_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	stream, err := client.WatchTemplate(ctx, &protoReq)
+	if err != nil {
+		return nil, metadata, err
+	}
+	header, err := stream.Header()
+	if err != nil {
+		return nil, metadata, err
+	}
+	metadata.HeaderMD = header
+	return stream, metadata, nil
 }
 
 func request_TestDBService_ListTemplates_0(ctx context.Context, marshaler runtime.Marshaler, client TestDBServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
@@ -119,6 +170,141 @@ func local_request_TestDBService_ListTemplates_0(ctx context.Context, marshaler 
 		metadata runtime.ServerMetadata
 	)
 	msg, err := server.ListTemplates(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_TestDBService_BeginTemplateBuild_0(ctx context.Context, marshaler runtime.Marshaler, client TestDBServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq BeginTemplateBuildRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.BeginTemplateBuild(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_TestDBService_BeginTemplateBuild_0(ctx context.Context, marshaler runtime.Marshaler, server TestDBServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq BeginTemplateBuildRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	msg, err := server.BeginTemplateBuild(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_TestDBService_FinishTemplateBuild_0(ctx context.Context, marshaler runtime.Marshaler, client TestDBServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq FinishTemplateBuildRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.FinishTemplateBuild(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_TestDBService_FinishTemplateBuild_0(ctx context.Context, marshaler runtime.Marshaler, server TestDBServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq FinishTemplateBuildRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	msg, err := server.FinishTemplateBuild(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_TestDBService_AbortTemplateBuild_0(ctx context.Context, marshaler runtime.Marshaler, client TestDBServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq AbortTemplateBuildRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.AbortTemplateBuild(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_TestDBService_AbortTemplateBuild_0(ctx context.Context, marshaler runtime.Marshaler, server TestDBServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq AbortTemplateBuildRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "name")
+	}
+	protoReq.Name, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "name", err)
+	}
+	msg, err := server.AbortTemplateBuild(ctx, &protoReq)
 	return msg, metadata, err
 }
 
@@ -528,6 +714,13 @@ func RegisterTestDBServiceHandlerServer(ctx context.Context, mux *runtime.ServeM
 		}
 		forward_TestDBService_GetTemplate_0(annotatedContext, mux, outboundMarshaler, w, req, response_TestDBService_GetTemplate_0{resp.(*GetTemplateResponse)}, mux.GetForwardResponseOptions()...)
 	})
+
+	mux.Handle(http.MethodGet, pattern_TestDBService_WatchTemplate_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		err := status.Error(codes.Unimplemented, "streaming calls are not yet supported in the in-process transport")
+		_, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+		return
+	})
 	mux.Handle(http.MethodGet, pattern_TestDBService_ListTemplates_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -547,6 +740,66 @@ func RegisterTestDBServiceHandlerServer(ctx context.Context, mux *runtime.ServeM
 			return
 		}
 		forward_TestDBService_ListTemplates_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_TestDBService_BeginTemplateBuild_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/testdb.v1.TestDBService/BeginTemplateBuild", runtime.WithHTTPPathPattern("/v1/templates/{name}:begin"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_TestDBService_BeginTemplateBuild_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TestDBService_BeginTemplateBuild_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_TestDBService_FinishTemplateBuild_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/testdb.v1.TestDBService/FinishTemplateBuild", runtime.WithHTTPPathPattern("/v1/templates/{name}:finish"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_TestDBService_FinishTemplateBuild_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TestDBService_FinishTemplateBuild_0(annotatedContext, mux, outboundMarshaler, w, req, response_TestDBService_FinishTemplateBuild_0{resp.(*FinishTemplateBuildResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_TestDBService_AbortTemplateBuild_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/testdb.v1.TestDBService/AbortTemplateBuild", runtime.WithHTTPPathPattern("/v1/templates/{name}:abort"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_TestDBService_AbortTemplateBuild_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TestDBService_AbortTemplateBuild_0(annotatedContext, mux, outboundMarshaler, w, req, response_TestDBService_AbortTemplateBuild_0{resp.(*AbortTemplateBuildResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodDelete, pattern_TestDBService_DeleteTemplate_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -822,6 +1075,23 @@ func RegisterTestDBServiceHandlerClient(ctx context.Context, mux *runtime.ServeM
 		}
 		forward_TestDBService_GetTemplate_0(annotatedContext, mux, outboundMarshaler, w, req, response_TestDBService_GetTemplate_0{resp.(*GetTemplateResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_TestDBService_WatchTemplate_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/testdb.v1.TestDBService/WatchTemplate", runtime.WithHTTPPathPattern("/v1/templates/{name}:watch"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_TestDBService_WatchTemplate_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TestDBService_WatchTemplate_0(annotatedContext, mux, outboundMarshaler, w, req, func() (proto.Message, error) { return resp.Recv() }, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodGet, pattern_TestDBService_ListTemplates_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -838,6 +1108,57 @@ func RegisterTestDBServiceHandlerClient(ctx context.Context, mux *runtime.ServeM
 			return
 		}
 		forward_TestDBService_ListTemplates_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_TestDBService_BeginTemplateBuild_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/testdb.v1.TestDBService/BeginTemplateBuild", runtime.WithHTTPPathPattern("/v1/templates/{name}:begin"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_TestDBService_BeginTemplateBuild_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TestDBService_BeginTemplateBuild_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_TestDBService_FinishTemplateBuild_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/testdb.v1.TestDBService/FinishTemplateBuild", runtime.WithHTTPPathPattern("/v1/templates/{name}:finish"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_TestDBService_FinishTemplateBuild_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TestDBService_FinishTemplateBuild_0(annotatedContext, mux, outboundMarshaler, w, req, response_TestDBService_FinishTemplateBuild_0{resp.(*FinishTemplateBuildResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_TestDBService_AbortTemplateBuild_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/testdb.v1.TestDBService/AbortTemplateBuild", runtime.WithHTTPPathPattern("/v1/templates/{name}:abort"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_TestDBService_AbortTemplateBuild_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_TestDBService_AbortTemplateBuild_0(annotatedContext, mux, outboundMarshaler, w, req, response_TestDBService_AbortTemplateBuild_0{resp.(*AbortTemplateBuildResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodDelete, pattern_TestDBService_DeleteTemplate_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -1030,6 +1351,24 @@ func (m response_TestDBService_GetTemplate_0) XXX_ResponseBody() interface{} {
 	return response.Template
 }
 
+type response_TestDBService_FinishTemplateBuild_0 struct {
+	*FinishTemplateBuildResponse
+}
+
+func (m response_TestDBService_FinishTemplateBuild_0) XXX_ResponseBody() interface{} {
+	response := m.FinishTemplateBuildResponse
+	return response.Template
+}
+
+type response_TestDBService_AbortTemplateBuild_0 struct {
+	*AbortTemplateBuildResponse
+}
+
+func (m response_TestDBService_AbortTemplateBuild_0) XXX_ResponseBody() interface{} {
+	response := m.AbortTemplateBuildResponse
+	return response.Template
+}
+
 type response_TestDBService_AcquireLease_0 struct {
 	*AcquireLeaseResponse
 }
@@ -1076,33 +1415,41 @@ func (m response_TestDBService_ReleaseLease_0) XXX_ResponseBody() interface{} {
 }
 
 var (
-	pattern_TestDBService_EnsureTemplate_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "templates"}, ""))
-	pattern_TestDBService_GetTemplate_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "templates", "name"}, ""))
-	pattern_TestDBService_ListTemplates_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "templates"}, ""))
-	pattern_TestDBService_DeleteTemplate_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "templates", "name"}, ""))
-	pattern_TestDBService_AcquireLease_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "leases"}, ""))
-	pattern_TestDBService_GetLease_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "leases", "id"}, ""))
-	pattern_TestDBService_ListLeases_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "leases"}, ""))
-	pattern_TestDBService_RenewLease_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "leases", "id"}, "renew"))
-	pattern_TestDBService_ResetLease_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "leases", "id"}, "reset"))
-	pattern_TestDBService_ReleaseLease_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "leases", "id"}, ""))
-	pattern_TestDBService_ListInstances_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "instances"}, ""))
-	pattern_TestDBService_GetStats_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "stats"}, ""))
-	pattern_TestDBService_ListEvents_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "events"}, ""))
+	pattern_TestDBService_EnsureTemplate_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "templates"}, ""))
+	pattern_TestDBService_GetTemplate_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "templates", "name"}, ""))
+	pattern_TestDBService_WatchTemplate_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "templates", "name"}, "watch"))
+	pattern_TestDBService_ListTemplates_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "templates"}, ""))
+	pattern_TestDBService_BeginTemplateBuild_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "templates", "name"}, "begin"))
+	pattern_TestDBService_FinishTemplateBuild_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "templates", "name"}, "finish"))
+	pattern_TestDBService_AbortTemplateBuild_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "templates", "name"}, "abort"))
+	pattern_TestDBService_DeleteTemplate_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "templates", "name"}, ""))
+	pattern_TestDBService_AcquireLease_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "leases"}, ""))
+	pattern_TestDBService_GetLease_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "leases", "id"}, ""))
+	pattern_TestDBService_ListLeases_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "leases"}, ""))
+	pattern_TestDBService_RenewLease_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "leases", "id"}, "renew"))
+	pattern_TestDBService_ResetLease_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "leases", "id"}, "reset"))
+	pattern_TestDBService_ReleaseLease_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "leases", "id"}, ""))
+	pattern_TestDBService_ListInstances_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "instances"}, ""))
+	pattern_TestDBService_GetStats_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "stats"}, ""))
+	pattern_TestDBService_ListEvents_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "events"}, ""))
 )
 
 var (
-	forward_TestDBService_EnsureTemplate_0 = runtime.ForwardResponseMessage
-	forward_TestDBService_GetTemplate_0    = runtime.ForwardResponseMessage
-	forward_TestDBService_ListTemplates_0  = runtime.ForwardResponseMessage
-	forward_TestDBService_DeleteTemplate_0 = runtime.ForwardResponseMessage
-	forward_TestDBService_AcquireLease_0   = runtime.ForwardResponseMessage
-	forward_TestDBService_GetLease_0       = runtime.ForwardResponseMessage
-	forward_TestDBService_ListLeases_0     = runtime.ForwardResponseMessage
-	forward_TestDBService_RenewLease_0     = runtime.ForwardResponseMessage
-	forward_TestDBService_ResetLease_0     = runtime.ForwardResponseMessage
-	forward_TestDBService_ReleaseLease_0   = runtime.ForwardResponseMessage
-	forward_TestDBService_ListInstances_0  = runtime.ForwardResponseMessage
-	forward_TestDBService_GetStats_0       = runtime.ForwardResponseMessage
-	forward_TestDBService_ListEvents_0     = runtime.ForwardResponseMessage
+	forward_TestDBService_EnsureTemplate_0      = runtime.ForwardResponseMessage
+	forward_TestDBService_GetTemplate_0         = runtime.ForwardResponseMessage
+	forward_TestDBService_WatchTemplate_0       = runtime.ForwardResponseStream
+	forward_TestDBService_ListTemplates_0       = runtime.ForwardResponseMessage
+	forward_TestDBService_BeginTemplateBuild_0  = runtime.ForwardResponseMessage
+	forward_TestDBService_FinishTemplateBuild_0 = runtime.ForwardResponseMessage
+	forward_TestDBService_AbortTemplateBuild_0  = runtime.ForwardResponseMessage
+	forward_TestDBService_DeleteTemplate_0      = runtime.ForwardResponseMessage
+	forward_TestDBService_AcquireLease_0        = runtime.ForwardResponseMessage
+	forward_TestDBService_GetLease_0            = runtime.ForwardResponseMessage
+	forward_TestDBService_ListLeases_0          = runtime.ForwardResponseMessage
+	forward_TestDBService_RenewLease_0          = runtime.ForwardResponseMessage
+	forward_TestDBService_ResetLease_0          = runtime.ForwardResponseMessage
+	forward_TestDBService_ReleaseLease_0        = runtime.ForwardResponseMessage
+	forward_TestDBService_ListInstances_0       = runtime.ForwardResponseMessage
+	forward_TestDBService_GetStats_0            = runtime.ForwardResponseMessage
+	forward_TestDBService_ListEvents_0          = runtime.ForwardResponseMessage
 )

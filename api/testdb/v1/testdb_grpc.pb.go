@@ -26,19 +26,23 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	TestDBService_EnsureTemplate_FullMethodName = "/testdb.v1.TestDBService/EnsureTemplate"
-	TestDBService_GetTemplate_FullMethodName    = "/testdb.v1.TestDBService/GetTemplate"
-	TestDBService_ListTemplates_FullMethodName  = "/testdb.v1.TestDBService/ListTemplates"
-	TestDBService_DeleteTemplate_FullMethodName = "/testdb.v1.TestDBService/DeleteTemplate"
-	TestDBService_AcquireLease_FullMethodName   = "/testdb.v1.TestDBService/AcquireLease"
-	TestDBService_GetLease_FullMethodName       = "/testdb.v1.TestDBService/GetLease"
-	TestDBService_ListLeases_FullMethodName     = "/testdb.v1.TestDBService/ListLeases"
-	TestDBService_RenewLease_FullMethodName     = "/testdb.v1.TestDBService/RenewLease"
-	TestDBService_ResetLease_FullMethodName     = "/testdb.v1.TestDBService/ResetLease"
-	TestDBService_ReleaseLease_FullMethodName   = "/testdb.v1.TestDBService/ReleaseLease"
-	TestDBService_ListInstances_FullMethodName  = "/testdb.v1.TestDBService/ListInstances"
-	TestDBService_GetStats_FullMethodName       = "/testdb.v1.TestDBService/GetStats"
-	TestDBService_ListEvents_FullMethodName     = "/testdb.v1.TestDBService/ListEvents"
+	TestDBService_EnsureTemplate_FullMethodName      = "/testdb.v1.TestDBService/EnsureTemplate"
+	TestDBService_GetTemplate_FullMethodName         = "/testdb.v1.TestDBService/GetTemplate"
+	TestDBService_WatchTemplate_FullMethodName       = "/testdb.v1.TestDBService/WatchTemplate"
+	TestDBService_ListTemplates_FullMethodName       = "/testdb.v1.TestDBService/ListTemplates"
+	TestDBService_BeginTemplateBuild_FullMethodName  = "/testdb.v1.TestDBService/BeginTemplateBuild"
+	TestDBService_FinishTemplateBuild_FullMethodName = "/testdb.v1.TestDBService/FinishTemplateBuild"
+	TestDBService_AbortTemplateBuild_FullMethodName  = "/testdb.v1.TestDBService/AbortTemplateBuild"
+	TestDBService_DeleteTemplate_FullMethodName      = "/testdb.v1.TestDBService/DeleteTemplate"
+	TestDBService_AcquireLease_FullMethodName        = "/testdb.v1.TestDBService/AcquireLease"
+	TestDBService_GetLease_FullMethodName            = "/testdb.v1.TestDBService/GetLease"
+	TestDBService_ListLeases_FullMethodName          = "/testdb.v1.TestDBService/ListLeases"
+	TestDBService_RenewLease_FullMethodName          = "/testdb.v1.TestDBService/RenewLease"
+	TestDBService_ResetLease_FullMethodName          = "/testdb.v1.TestDBService/ResetLease"
+	TestDBService_ReleaseLease_FullMethodName        = "/testdb.v1.TestDBService/ReleaseLease"
+	TestDBService_ListInstances_FullMethodName       = "/testdb.v1.TestDBService/ListInstances"
+	TestDBService_GetStats_FullMethodName            = "/testdb.v1.TestDBService/GetStats"
+	TestDBService_ListEvents_FullMethodName          = "/testdb.v1.TestDBService/ListEvents"
 )
 
 // TestDBServiceClient is the client API for TestDBService service.
@@ -51,10 +55,36 @@ type TestDBServiceClient interface {
 	// same files. Idempotent: concurrent callers for the same content share one
 	// build.
 	EnsureTemplate(ctx context.Context, in *EnsureTemplateRequest, opts ...grpc.CallOption) (*EnsureTemplateResponse, error)
-	// GetTemplate returns a template's state, hash, build timings and pool counts.
+	// GetTemplate returns a template's state, hash, build progress and
+	// timings and pool counts: the name's current build, or with hash the
+	// build of the name with that hash.
 	GetTemplate(ctx context.Context, in *GetTemplateRequest, opts ...grpc.CallOption) (*GetTemplateResponse, error)
-	// ListTemplates lists every template the daemon knows.
+	// WatchTemplate streams a build's progress: the template as GetTemplate
+	// returns it, at once and then whenever its build moves on, until the
+	// build ends (READY or FAILED; the last message says which). Over REST the
+	// stream is newline-delimited JSON, one {"result": {...}} object a line.
+	WatchTemplate(ctx context.Context, in *WatchTemplateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchTemplateResponse], error)
+	// ListTemplates lists every live build of every template: per name, the
+	// current one first, then older builds still leasable by hash.
 	ListTemplates(ctx context.Context, in *ListTemplatesRequest, opts ...grpc.CallOption) (*ListTemplatesResponse, error)
+	// BeginTemplateBuild starts a build by the caller's own migrator (an
+	// external build): the daemon makes a scratch template database and an
+	// account for it, and returns its DSN; the caller runs anything against
+	// it (php artisan migrate, manage.py migrate, golang-migrate, its own
+	// code), then calls FinishTemplateBuild, or AbortTemplateBuild. The
+	// caller names the content by hash (e.g. of its migration files). When a
+	// build of that hash is live already, the response has the template and
+	// no build: there is nothing to run. An external build not finished
+	// within ttl_seconds is aborted.
+	BeginTemplateBuild(ctx context.Context, in *BeginTemplateBuildRequest, opts ...grpc.CallOption) (*BeginTemplateBuildResponse, error)
+	// FinishTemplateBuild ends an external build: the scratch database
+	// becomes the template (captured, analyzed, its first worker database
+	// cloned) and the build's account loses its password.
+	FinishTemplateBuild(ctx context.Context, in *FinishTemplateBuildRequest, opts ...grpc.CallOption) (*FinishTemplateBuildResponse, error)
+	// AbortTemplateBuild ends an external build without a template: the
+	// scratch database and its account are dropped; the template is FAILED
+	// with the reason given.
+	AbortTemplateBuild(ctx context.Context, in *AbortTemplateBuildRequest, opts ...grpc.CallOption) (*AbortTemplateBuildResponse, error)
 	// DeleteTemplate drops a template and its worker databases. It refuses
 	// while leases are held unless force is set.
 	DeleteTemplate(ctx context.Context, in *DeleteTemplateRequest, opts ...grpc.CallOption) (*DeleteTemplateResponse, error)
@@ -115,10 +145,59 @@ func (c *testDBServiceClient) GetTemplate(ctx context.Context, in *GetTemplateRe
 	return out, nil
 }
 
+func (c *testDBServiceClient) WatchTemplate(ctx context.Context, in *WatchTemplateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchTemplateResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &TestDBService_ServiceDesc.Streams[0], TestDBService_WatchTemplate_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchTemplateRequest, WatchTemplateResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TestDBService_WatchTemplateClient = grpc.ServerStreamingClient[WatchTemplateResponse]
+
 func (c *testDBServiceClient) ListTemplates(ctx context.Context, in *ListTemplatesRequest, opts ...grpc.CallOption) (*ListTemplatesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListTemplatesResponse)
 	err := c.cc.Invoke(ctx, TestDBService_ListTemplates_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *testDBServiceClient) BeginTemplateBuild(ctx context.Context, in *BeginTemplateBuildRequest, opts ...grpc.CallOption) (*BeginTemplateBuildResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BeginTemplateBuildResponse)
+	err := c.cc.Invoke(ctx, TestDBService_BeginTemplateBuild_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *testDBServiceClient) FinishTemplateBuild(ctx context.Context, in *FinishTemplateBuildRequest, opts ...grpc.CallOption) (*FinishTemplateBuildResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FinishTemplateBuildResponse)
+	err := c.cc.Invoke(ctx, TestDBService_FinishTemplateBuild_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *testDBServiceClient) AbortTemplateBuild(ctx context.Context, in *AbortTemplateBuildRequest, opts ...grpc.CallOption) (*AbortTemplateBuildResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AbortTemplateBuildResponse)
+	err := c.cc.Invoke(ctx, TestDBService_AbortTemplateBuild_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -235,10 +314,36 @@ type TestDBServiceServer interface {
 	// same files. Idempotent: concurrent callers for the same content share one
 	// build.
 	EnsureTemplate(context.Context, *EnsureTemplateRequest) (*EnsureTemplateResponse, error)
-	// GetTemplate returns a template's state, hash, build timings and pool counts.
+	// GetTemplate returns a template's state, hash, build progress and
+	// timings and pool counts: the name's current build, or with hash the
+	// build of the name with that hash.
 	GetTemplate(context.Context, *GetTemplateRequest) (*GetTemplateResponse, error)
-	// ListTemplates lists every template the daemon knows.
+	// WatchTemplate streams a build's progress: the template as GetTemplate
+	// returns it, at once and then whenever its build moves on, until the
+	// build ends (READY or FAILED; the last message says which). Over REST the
+	// stream is newline-delimited JSON, one {"result": {...}} object a line.
+	WatchTemplate(*WatchTemplateRequest, grpc.ServerStreamingServer[WatchTemplateResponse]) error
+	// ListTemplates lists every live build of every template: per name, the
+	// current one first, then older builds still leasable by hash.
 	ListTemplates(context.Context, *ListTemplatesRequest) (*ListTemplatesResponse, error)
+	// BeginTemplateBuild starts a build by the caller's own migrator (an
+	// external build): the daemon makes a scratch template database and an
+	// account for it, and returns its DSN; the caller runs anything against
+	// it (php artisan migrate, manage.py migrate, golang-migrate, its own
+	// code), then calls FinishTemplateBuild, or AbortTemplateBuild. The
+	// caller names the content by hash (e.g. of its migration files). When a
+	// build of that hash is live already, the response has the template and
+	// no build: there is nothing to run. An external build not finished
+	// within ttl_seconds is aborted.
+	BeginTemplateBuild(context.Context, *BeginTemplateBuildRequest) (*BeginTemplateBuildResponse, error)
+	// FinishTemplateBuild ends an external build: the scratch database
+	// becomes the template (captured, analyzed, its first worker database
+	// cloned) and the build's account loses its password.
+	FinishTemplateBuild(context.Context, *FinishTemplateBuildRequest) (*FinishTemplateBuildResponse, error)
+	// AbortTemplateBuild ends an external build without a template: the
+	// scratch database and its account are dropped; the template is FAILED
+	// with the reason given.
+	AbortTemplateBuild(context.Context, *AbortTemplateBuildRequest) (*AbortTemplateBuildResponse, error)
 	// DeleteTemplate drops a template and its worker databases. It refuses
 	// while leases are held unless force is set.
 	DeleteTemplate(context.Context, *DeleteTemplateRequest) (*DeleteTemplateResponse, error)
@@ -285,8 +390,20 @@ func (UnimplementedTestDBServiceServer) EnsureTemplate(context.Context, *EnsureT
 func (UnimplementedTestDBServiceServer) GetTemplate(context.Context, *GetTemplateRequest) (*GetTemplateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetTemplate not implemented")
 }
+func (UnimplementedTestDBServiceServer) WatchTemplate(*WatchTemplateRequest, grpc.ServerStreamingServer[WatchTemplateResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchTemplate not implemented")
+}
 func (UnimplementedTestDBServiceServer) ListTemplates(context.Context, *ListTemplatesRequest) (*ListTemplatesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTemplates not implemented")
+}
+func (UnimplementedTestDBServiceServer) BeginTemplateBuild(context.Context, *BeginTemplateBuildRequest) (*BeginTemplateBuildResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BeginTemplateBuild not implemented")
+}
+func (UnimplementedTestDBServiceServer) FinishTemplateBuild(context.Context, *FinishTemplateBuildRequest) (*FinishTemplateBuildResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FinishTemplateBuild not implemented")
+}
+func (UnimplementedTestDBServiceServer) AbortTemplateBuild(context.Context, *AbortTemplateBuildRequest) (*AbortTemplateBuildResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AbortTemplateBuild not implemented")
 }
 func (UnimplementedTestDBServiceServer) DeleteTemplate(context.Context, *DeleteTemplateRequest) (*DeleteTemplateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteTemplate not implemented")
@@ -375,6 +492,17 @@ func _TestDBService_GetTemplate_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TestDBService_WatchTemplate_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchTemplateRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(TestDBServiceServer).WatchTemplate(m, &grpc.GenericServerStream[WatchTemplateRequest, WatchTemplateResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TestDBService_WatchTemplateServer = grpc.ServerStreamingServer[WatchTemplateResponse]
+
 func _TestDBService_ListTemplates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListTemplatesRequest)
 	if err := dec(in); err != nil {
@@ -389,6 +517,60 @@ func _TestDBService_ListTemplates_Handler(srv interface{}, ctx context.Context, 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(TestDBServiceServer).ListTemplates(ctx, req.(*ListTemplatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TestDBService_BeginTemplateBuild_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BeginTemplateBuildRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TestDBServiceServer).BeginTemplateBuild(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TestDBService_BeginTemplateBuild_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TestDBServiceServer).BeginTemplateBuild(ctx, req.(*BeginTemplateBuildRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TestDBService_FinishTemplateBuild_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FinishTemplateBuildRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TestDBServiceServer).FinishTemplateBuild(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TestDBService_FinishTemplateBuild_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TestDBServiceServer).FinishTemplateBuild(ctx, req.(*FinishTemplateBuildRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TestDBService_AbortTemplateBuild_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AbortTemplateBuildRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TestDBServiceServer).AbortTemplateBuild(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TestDBService_AbortTemplateBuild_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TestDBServiceServer).AbortTemplateBuild(ctx, req.(*AbortTemplateBuildRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -593,6 +775,18 @@ var TestDBService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _TestDBService_ListTemplates_Handler,
 		},
 		{
+			MethodName: "BeginTemplateBuild",
+			Handler:    _TestDBService_BeginTemplateBuild_Handler,
+		},
+		{
+			MethodName: "FinishTemplateBuild",
+			Handler:    _TestDBService_FinishTemplateBuild_Handler,
+		},
+		{
+			MethodName: "AbortTemplateBuild",
+			Handler:    _TestDBService_AbortTemplateBuild_Handler,
+		},
+		{
 			MethodName: "DeleteTemplate",
 			Handler:    _TestDBService_DeleteTemplate_Handler,
 		},
@@ -633,6 +827,12 @@ var TestDBService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _TestDBService_ListEvents_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchTemplate",
+			Handler:       _TestDBService_WatchTemplate_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "testdb/v1/testdb.proto",
 }

@@ -21,8 +21,11 @@ namespace Testdbd;
  *   TESTDBD_TTL            the lease's TTL in seconds (3600), renewed as tests run
  *   TESTDBD_WORKER_PREFIX  the worker key's prefix (phpunit): "phpunit-1" for
  *                          TEST_TOKEN 1, "phpunit-main" without paratest
- *   TESTDBD_PIN_TEMPLATE   true: lease only databases of the build this
- *                          process ensured (or found)
+ *   TESTDBD_PIN_TEMPLATE   true (the default): lease only databases of the
+ *                          build this process ensured, or, without
+ *                          TESTDBD_MIGRATIONS, of TESTDBD_TEMPLATE_HASH (what
+ *                          `testdbd template ensure --format env` exports);
+ *                          false: whatever build the name points at
  *
  * A lease acquired by someone else is used and left to its owner: the one
  * named by TESTDBD_LEASE_ID_<TEST_TOKEN> (the Laravel hooks' runner process
@@ -45,7 +48,8 @@ final class Worker
 
     /**
      * Overrides settings for this process (keys: addr, token, template,
-     * migrations, seed, strategy, ttl, worker_prefix, pin_template), e.g.
+     * migrations, seed, strategy, ttl, worker_prefix, pin_template,
+     * template_hash), e.g.
      * from a bootstrap file; the environment fills in the rest.
      */
     public static function configure(array $options): void
@@ -110,15 +114,15 @@ final class Worker
         if ($template === null) {
             throw new TestdbdException('no testdbd template configured: set TESTDBD_TEMPLATE (e.g. <env name="TESTDBD_TEMPLATE" value="app"/> in phpunit.xml)');
         }
-        $pin = in_array(strtolower((string) self::option('pin_template')), ['1', 'true', 'yes', 'on'], true);
+        $pin = !in_array(strtolower((string) self::option('pin_template')), ['0', 'false', 'no', 'off'], true);
         $hash = null;
         $migrations = self::option('migrations');
         if ($migrations !== null) {
             $seed = self::option('seed');
             $seedSql = $seed !== null ? (string) file_get_contents($seed) : '';
             $hash = $client->ensureTemplate($template, $migrations, $seedSql)['hash'];
-        } elseif ($pin) {
-            $hash = $client->getTemplate($template)['hash'];
+        } else {
+            $hash = self::option('template_hash');
         }
         return $client->acquire($template, $worker, self::option('strategy') ?? 'STRATEGY_SNAPSHOT',
             (int) (self::option('ttl') ?? 3600), 0, $pin ? $hash : null);

@@ -19,7 +19,8 @@ TESTDBD_ADDR/ADDR (127.0.0.1:8080), TESTDBD_TOKEN, TESTDBD_TEMPLATE/TEMPLATE,
 TESTDBD_MIGRATIONS/MIGRATIONS (goose *.sql directory: the template is
 ensured from it first), TESTDBD_SEED/SEED (a SQL file), TESTDBD_STRATEGY/
 STRATEGY (snapshot), TESTDBD_TTL/TTL (3600), TESTDBD_WORKER/WORKER
-(django-main), TESTDBD_PIN_TEMPLATE/PIN_TEMPLATE (false), and ALIAS
+(django-main), TESTDBD_PIN_TEMPLATE/PIN_TEMPLATE (true: lease the build
+MIGRATIONS made, or TESTDBD_TEMPLATE_HASH), and ALIAS
 (default), the connection to point at the lease.
 
 A lease acquired outside (`eval "$(testdbd lease --template ... --format
@@ -144,18 +145,18 @@ def acquire():
     if not template:
         raise TestdbdError("no testdbd template configured: set TESTDBD = {\"TEMPLATE\": ...} in the settings "
                            "or TESTDBD_TEMPLATE")
-    pin = _bool(_setting("PIN_TEMPLATE", False))
-    built = None
+    pin = _bool(_setting("PIN_TEMPLATE", True))
     migrations = _setting("MIGRATIONS")
     if migrations:
         seed = _setting("SEED")
         seed_sql = pathlib.Path(seed).read_text(encoding="utf-8") if seed else ""
-        built = c.ensure_template(template, pathlib.Path(migrations), seed_sql=seed_sql)
-    elif pin:
-        built = c.get_template(template)
+        built_hash = c.ensure_template(template, pathlib.Path(migrations), seed_sql=seed_sql)["hash"]
+    else:
+        # What `testdbd template ensure --format env` exported, if anything.
+        built_hash = _setting("TEMPLATE_HASH") or None
     lease = c.acquire(template, _setting("WORKER", "django-main"), normalize_strategy(_setting("STRATEGY")),
                       ttl_seconds=int(_setting("TTL", 3600)),
-                      template_hash=built["hash"] if pin else None)
+                      template_hash=built_hash if pin else None)
     _cleanup.hold(c, lease["id"])
     return lease
 

@@ -31,7 +31,7 @@ file ([pytest] in pytest.ini, or [tool.pytest.ini_options]):
     --testdbd-strategy    TESTDBD_STRATEGY       testdbd_strategy      snapshot
     --testdbd-ttl         TESTDBD_TTL            testdbd_ttl           3600 (seconds, renewed)
     --testdbd-worker-prefix TESTDBD_WORKER_PREFIX testdbd_worker_prefix pytest
-    --testdbd-pin-template TESTDBD_PIN_TEMPLATE  testdbd_pin_template  false
+    --testdbd-pin-template TESTDBD_PIN_TEMPLATE  testdbd_pin_template  true
     --testdbd-django      TESTDBD_DJANGO         testdbd_django        false
 
 Relative paths in the ini file are relative to the ini file's directory;
@@ -67,7 +67,8 @@ _SETTINGS = {
     "ttl": ("TESTDBD_TTL", "the lease's time to live in seconds, renewed as tests run", "3600"),
     "worker_prefix": ("TESTDBD_WORKER_PREFIX", "the worker keys' prefix: <prefix>-gw0, <prefix>-main", "pytest"),
     "pin_template": ("TESTDBD_PIN_TEMPLATE", "lease only databases of the template build this run ensured "
-                     "(or found, without testdbd_migrations)", "false"),
+                     "(without testdbd_migrations: of TESTDBD_TEMPLATE_HASH, as `testdbd template ensure "
+                     "--format env` exports it)", "true"),
     "django": ("TESTDBD_DJANGO", "with pytest-django: point Django's default database at each worker's "
                "lease and reset it after each database test", "false"),
 }
@@ -143,7 +144,7 @@ class Settings:
             p = self.worker_prefix
             keys = f"{p}-gw0, {p}-gw1, ..." if self._config.getoption("numprocesses", None) else worker_key(p)
             what += f", strategy {self.strategy[9:].lower()}, worker key {keys}"
-            if self.pin_template:
+            if self.pin_template and (self.migrations or os.environ.get("TESTDBD_TEMPLATE_HASH")):
                 what += ", pinned"
         return what
 
@@ -175,7 +176,9 @@ class Worker:
     def acquire(self):
         s = self.settings
         template = self.ensure_template()
-        pin = template.get("hash") if s.pin_template else None
+        pin = None
+        if s.pin_template:
+            pin = template.get("hash") if s.migrations else (os.environ.get("TESTDBD_TEMPLATE_HASH") or None)
         self.lease = self.client.acquire(s.template, worker_key(s.worker_prefix), s.strategy,
                                          ttl_seconds=s.ttl, template_hash=pin)
         _cleanup.hold(self.client, self.lease.id)

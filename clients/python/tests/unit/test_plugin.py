@@ -19,13 +19,13 @@ def test_settings_precedence(pytester, monkeypatch):
     s = Settings(pytester.parseconfig())
     assert (s.template, s.strategy, s.ttl, s.addr) == ("from-ini", "STRATEGY_ROLLBACK", 60, "127.0.0.1:8080")
     assert s.migrations == pytester.path / "db" / "migrations"  # relative to the ini file
-    assert s.pin_template is False and s.worker_prefix == "pytest"
+    assert s.pin_template is True and s.worker_prefix == "pytest"  # pinned by default
 
     monkeypatch.setenv("TESTDBD_TEMPLATE", "from-env")
     monkeypatch.setenv("TESTDBD_MIGRATIONS", "/abs/migrations")
-    monkeypatch.setenv("TESTDBD_PIN_TEMPLATE", "yes")
+    monkeypatch.setenv("TESTDBD_PIN_TEMPLATE", "no")
     s = Settings(pytester.parseconfig())
-    assert s.template == "from-env" and str(s.migrations) == "/abs/migrations" and s.pin_template
+    assert s.template == "from-env" and str(s.migrations) == "/abs/migrations" and not s.pin_template
 
     s = Settings(pytester.parseconfig("--testdbd-template=from-cli", "--testdbd-strategy=truncate", "--testdbd-pin-template"))
     assert (s.template, s.strategy, s.pin_template) == ("from-cli", "STRATEGY_TRUNCATE", True)
@@ -56,6 +56,7 @@ def test_no_template(pytester, monkeypatch):
 def test_unreachable_daemon(pytester, monkeypatch):
     monkeypatch.setenv("TESTDBD_ADDR", "127.0.0.1:1")
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("TESTDBD_TEMPLATE_HASH", raising=False)
     pytester.makepyfile("""
         def test_db(testdbd_conn):
             pass

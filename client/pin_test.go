@@ -1,0 +1,94 @@
+package client_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/testdbd/testdbd/client"
+)
+
+// checkoutDir is a copy of the example migrations plus one of its own,
+// which tells its schema apart: a working tree of the project on another
+// branch.
+func checkoutDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := os.ReadDir(migrationsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(migrationsDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extra := "-- +goose Up\nCREATE TABLE only_" + name + " (id INT PRIMARY KEY);\n"
+	if err := os.WriteFile(filepath.Join(dir, "00009_"+name+".sql"), []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestTwoCheckoutsOneName: two checkouts with different migrations under
+// one template name, tested in parallel against one daemon through
+// TestLease (which ensures each checkout's migrations and pins its leases
+// to that build), each get their own schema every time.
+func TestTwoCheckoutsOneName(t *testing.T) {
+	dirs := map[string]string{"main": checkoutDir(t, "main"), "feature": checkoutDir(t, "feature")}
+	for name, dir := range dirs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for i := 0; i < 6; i++ {
+				t.Run("test", func(t *testing.T) {
+					l := client.TestLease(t, client.TestOptions{Addr: daemonAddr, Template: "shared-name", MigrationsDir: dir})
+					db, err := client.OpenDB(l, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer db.Close()
+					var tables []string
+					rows, err := db.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'only\\_%'")
+					if err != nil {
+						t.Fatal(err)
+					}
+					for rows.Next() {
+						var n string
+						rows.Scan(&n)
+						tables = append(tables, n)
+					}
+					rows.Close()
+					if got := strings.Join(tables, ","); got != "only_"+name {
+						t.Errorf("checkout %s got a database with %q (build %.12s)", name, got, l.TemplateHash)
+					}
+				})
+			}
+		})
+	}
+	t.Cleanup(func() {
+		c, err := client.New(daemonAddr)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if ts, err := c.ListTemplates(ctx); err == nil {
+			n := 0
+			for _, tpl := range ts {
+				if tpl.Name == "shared-name" {
+					n++
+				}
+			}
+			if n != 2 {
+				t.Errorf("%d live builds of shared-name, want the two checkouts'", n)
+			}
+		}
+	})
+}

@@ -1,0 +1,234 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/accounts"
+	"github.com/testdbd/testdbd/templates"
+)
+
+// externalBuild is a template database the caller's own migrator fills.
+type externalBuild struct {
+	host      *host
+	database  string
+	owner     accounts.Account
+	expires   time.Time
+	timer     *time.Timer
+	finishing bool // FinishTemplateBuild took it
+}
+
+// ExternalBuild is where the caller's migrator builds a template.
+type ExternalBuild struct {
+	Database, Host, User, Password string
+	Port                           int
+	DSN, URL                       string
+	ExpiresAt                      time.Time
+}
+
+// BeginExternal starts a build by the caller's own migrator (see the
+// BeginTemplateBuild RPC). When a live build of the content exists, or the
+// template cache holds it, it returns the template and no build: there is
+// nothing to run (a build still running elsewhere is returned BUILDING;
+// wait for it).
+func (m *Manager) BeginExternal(ctx context.Context, req templates.ExternalRequest) (templates.Info, *ExternalBuild, error) {
+	hash, err := templates.PrepareExternal(req, m.fleet.Provider().Engine())
+	if err != nil {
+		return templates.Info{}, nil, err
+	}
+	poolSize, buildTimeout, err := m.buildLimits(req.PoolSize, req.TTL)
+	if err != nil {
+		return templates.Info{}, nil, err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return templates.Info{}, nil, errClosed
+	}
+	t := m.buildOfLocked(req.Name, hash)
+	if t != nil && !(t.state == templates.Failed && t.source == templates.SourceExternal) {
+		t.ensured = time.Now()
+		m.refreshCurrentLocked(req.Name)
+		m.mu.Unlock()
+		return m.templateInfo(t), nil, nil
+	}
+	if t != nil {
+		m.retireLocked(t, fmt.Sprintf("template %s (%s) is built again: its build failed", t.name, templates.Short(t.hash)))
+	}
+	now := time.Now()
+	t = &template{name: req.Name, hash: hash, state: templates.Building, done: make(chan struct{}),
+		created: now, ensured: now, began: now, poolSize: poolSize, buildTimeout: buildTimeout,
+		source: templates.SourceExternal, progress: templates.Progress{Phase: templates.PhaseWaiting},
+		replicas: map[string]*replica{}, building: map[string]bool{}}
+	t.ctx, t.cancel = context.WithCancelCause(m.ctx)
+	m.templates[req.Name] = append(m.templates[req.Name], t)
+	m.builds++
+	m.refreshCurrentLocked(req.Name)
+	m.mu.Unlock()
+
+	if m.cache.Has(hash) {
+		// The cache has it: restored like a build of migrations would be,
+		// in the background; the caller waits for READY.
+		m.log.Info("external template found in the cache", "template", t.name, "hash", templates.Short(hash))
+		m.goBackground(func(context.Context) { m.buildFirst(t.ctx, t) })
+		return m.templateInfo(t), nil, nil
+	}
+
+	start := time.Now()
+	fail := func(err error) (templates.Info, *ExternalBuild, error) {
+		m.completeFirst(t.ctx, t, nil, err, start)
+		return m.templateInfo(t), nil, err
+	}
+	st, err := m.serverForTemplate(ctx, t)
+	if err != nil {
+		return fail(err)
+	}
+	m.mu.Lock()
+	t.build.Provision = time.Since(start)
+	name := fmt.Sprintf("tdb_%s_t%d", templates.Short(t.hash), m.nextSeq())
+	m.mu.Unlock()
+	owner, err := templates.BeginExternal(ctx, st.Member, st.ddl, name)
+	if err != nil {
+		return fail(err)
+	}
+	x := &externalBuild{host: st, database: name, owner: owner, expires: time.Now().Add(buildTimeout)}
+	m.mu.Lock()
+	t.ext = x
+	t.progress = templates.Progress{Phase: templates.PhaseExternal}
+	x.timer = time.AfterFunc(buildTimeout, func() {
+		_, _ = m.AbortExternal(context.Background(), t.name, t.hash,
+			fmt.Sprintf("the external build was not finished within its %v (ttl_seconds, or the daemon's --build-timeout)", buildTimeout))
+	})
+	m.mu.Unlock()
+	m.log.Info("external template build begun", "template", t.name, "hash", templates.Short(hash), "database", name, "instance", st.ID())
+	return m.templateInfo(t), m.externalEndpoint(st, x), nil
+}
+
+// buildLimits checks a request's pool size and build time limit and fills
+// in the defaults.
+func (m *Manager) buildLimits(poolSize int, timeout time.Duration) (int, time.Duration, error) {
+	if poolSize < 0 || poolSize > m.cfg.MaxDatabases {
+		return 0, 0, testdbd.Errorf(testdbd.EInvalid, "pool_size %d: use 0 (the default, %d) up to --max-databases=%d", poolSize, m.cfg.PoolSize, m.cfg.MaxDatabases)
+	}
+	if poolSize == 0 {
+		poolSize = m.cfg.PoolSize
+	}
+	switch {
+	case timeout < 0 || timeout > m.cfg.MaxBuildTimeout:
+		return 0, 0, testdbd.Errorf(testdbd.EInvalid, "build_timeout_seconds %d: use 0 (the default, %d) up to %d (--max-build-timeout)",
+			int(timeout.Seconds()), int(m.cfg.BuildTimeout.Seconds()), int(m.cfg.MaxBuildTimeout.Seconds()))
+	case timeout == 0:
+		timeout = m.cfg.BuildTimeout
+	}
+	return poolSize, timeout, nil
+}
+
+// externalEndpoint is what the caller's migrator connects with.
+func (m *Manager) externalEndpoint(st *host, x *externalBuild) *ExternalBuild {
+	host, port := st.ClientAddr()
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = x.owner.User, x.owner.Password, "tcp", net.JoinHostPort(host, strconv.Itoa(port)), x.database
+	cfg.MultiStatements = true
+	u := url.URL{Scheme: "mysql", User: url.UserPassword(x.owner.User, x.owner.Password), Host: cfg.Addr, Path: "/" + x.database}
+	return &ExternalBuild{Database: x.database, Host: host, Port: port, User: x.owner.User, Password: x.owner.Password,
+		DSN: cfg.FormatDSN(), URL: u.String(), ExpiresAt: x.expires}
+}
+
+// externalLocked finds the external build of name with hash that is
+// waiting for the caller's migrator.
+func (m *Manager) externalLocked(name, hash string) (*template, error) {
+	t := m.buildOfLocked(name, hash)
+	switch {
+	case t == nil:
+		return nil, testdbd.Errorf(testdbd.ENotFound, "template %s has no build %s: begin one with BeginTemplateBuild", name, hashShown(hash))
+	case t.ext == nil && t.state == templates.Building:
+		return nil, testdbd.Errorf(testdbd.EConflict, "template %s (%s) is not an external build waiting for its migrator", name, templates.Short(hash))
+	case t.ext == nil:
+		return nil, testdbd.Errorf(testdbd.EConflict, "template %s (%s) is %s, not an external build in progress", name, templates.Short(hash), t.state)
+	case t.ext.finishing:
+		return nil, testdbd.Errorf(testdbd.EConflict, "template %s (%s) is being finished already", name, templates.Short(hash))
+	}
+	return t, nil
+}
+
+// FinishExternal makes an external build's database the template: capture,
+// first worker database, READY. Unless async it waits, bounded by ctx.
+func (m *Manager) FinishExternal(ctx context.Context, name, hash string, async bool) (templates.Info, error) {
+	m.mu.Lock()
+	t, err := m.externalLocked(name, hash)
+	if err != nil {
+		m.mu.Unlock()
+		return templates.Info{}, err
+	}
+	x := t.ext
+	x.finishing = true
+	x.timer.Stop()
+	t.build.Migrate = time.Since(t.began) - t.build.Provision // the caller's migrator
+	m.mu.Unlock()
+	m.goBackground(func(context.Context) {
+		start := t.began
+		opts := templates.BuildOptions{Log: m.log.With("template", t.name), Progress: func(phase string, step, steps int, migration string) {
+			m.mu.Lock()
+			t.progress = templates.Progress{Phase: phase, Step: step, Steps: steps, Migration: migration}
+			m.mu.Unlock()
+		}}
+		built, err := templates.FinishExternal(t.ctx, x.host.Member, x.host.ddl, x.database, x.owner.User, opts)
+		m.mu.Lock()
+		t.ext = nil
+		if err == nil {
+			t.build.Capture = built.Capture
+		}
+		m.mu.Unlock()
+		var rep *replica
+		if err == nil {
+			rep, err = m.addReplica(t, x.host, built)
+		}
+		m.completeFirst(t.ctx, t, rep, err, start)
+	})
+	if !async {
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return m.templateInfo(t), testdbd.Errorf(testdbd.ETimeout,
+				"template %s is still being captured (%v): wait for it with GetTemplate or testdbd template wait", name, ctx.Err())
+		}
+	}
+	info := m.templateInfo(t)
+	if info.State == templates.Failed {
+		return info, testdbd.Errorf(testdbd.EConflict, "template %s failed to build: %s", name, info.Err)
+	}
+	return info, nil
+}
+
+// AbortExternal ends an external build without a template: its database
+// and account are dropped, and the template is FAILED with reason.
+func (m *Manager) AbortExternal(ctx context.Context, name, hash, reason string) (templates.Info, error) {
+	m.mu.Lock()
+	t, err := m.externalLocked(name, hash)
+	if err != nil {
+		m.mu.Unlock()
+		return templates.Info{}, err
+	}
+	x := t.ext
+	x.finishing = true
+	x.timer.Stop()
+	m.mu.Unlock()
+	if reason == "" {
+		reason = "the caller aborted it"
+	}
+	templates.AbortExternal(context.WithoutCancel(ctx), x.host.Member, x.host.ddl, x.database, x.owner.User)
+	m.mu.Lock()
+	t.ext = nil
+	m.mu.Unlock()
+	m.log.Info("external template build aborted", "template", name, "hash", templates.Short(hash), "reason", reason)
+	m.completeFirst(t.ctx, t, nil, errors.New("external build aborted: "+reason), t.began)
+	return m.templateInfo(t), nil
+}
