@@ -2,10 +2,13 @@ package client_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/testdbd/testdbd/client"
@@ -91,4 +94,56 @@ func TestTwoCheckoutsOneName(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEnsureTemplateFunc: the caller's own build function runs against the
+// scratch database once; a second ensure of the same content finds the
+// build and runs nothing. golang-migrate files from an fs.FS build
+// through EnsureTemplate.
+func TestEnsureTemplateFunc(t *testing.T) {
+	c, err := client.New(daemonAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	runs := 0
+	build := func(ctx context.Context, dsn string) error {
+		runs++
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		_, err = db.ExecContext(ctx, "CREATE TABLE accounts (id INT AUTO_INCREMENT PRIMARY KEY, email VARCHAR(80) UNIQUE); INSERT INTO accounts (email) VALUES ('a@x')")
+		return err
+	}
+	req := client.BeginTemplateBuildRequest{Name: "own-migrator", ContentHash: "v1-" + strings.Repeat("f", 20)}
+	for i := 0; i < 2; i++ {
+		tpl, err := c.EnsureTemplateFunc(ctx, req, build)
+		if err != nil || tpl.State != client.TemplateReady || tpl.Source != "external" || tpl.Tables != 1 {
+			t.Fatalf("ensure %d: %+v, %v", i, tpl, err)
+		}
+	}
+	if runs != 1 {
+		t.Errorf("the build function ran %d times, want once", runs)
+	}
+	failing := client.BeginTemplateBuildRequest{Name: "own-migrator", ContentHash: "v2-broken"}
+	if _, err := c.EnsureTemplateFunc(ctx, failing, func(context.Context, string) error { return errors.New("migration 7 failed") }); err == nil ||
+		!strings.Contains(err.Error(), "migration 7 failed") {
+		t.Errorf("a failing build function: %v", err)
+	}
+
+	files, err := client.ReadMigrationsFS(fstest.MapFS{
+		"db/000001_init.up.sql":   {Data: []byte("CREATE TABLE notes (id INT PRIMARY KEY, body TEXT);")},
+		"db/000001_init.down.sql": {Data: []byte("DROP TABLE notes;")},
+		"db/README.md":            {Data: []byte("not a migration")},
+	}, "db")
+	if err != nil || len(files) != 2 {
+		t.Fatalf("ReadMigrationsFS: %v %v", files, err)
+	}
+	tpl, err := c.EnsureTemplate(ctx, client.EnsureTemplateRequest{Name: "golang-migrate", Migrations: files})
+	if err != nil || tpl.State != client.TemplateReady || tpl.Tables != 2 { // notes and goose's version table
+		t.Errorf("golang-migrate files: %+v, %v", tpl, err)
+	}
 }
