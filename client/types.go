@@ -83,7 +83,7 @@ type EnsureTemplateRequest struct {
 	MigrationsDir string          `json:"migrations_dir,omitempty"`
 	Migrations    []MigrationFile `json:"migrations,omitempty"`
 	SeedSQL       string          `json:"seed_sql,omitempty"` // run after the migrations
-	Engine        string          `json:"engine,omitempty"`   // "mariadb", "mysql" or "" for any
+	Engine        string          `json:"engine,omitempty"`   // "mariadb", "mysql", "mysql-9.7", ...; "" for the daemon's default
 	Async         bool            `json:"async,omitempty"`    // return while still building
 	PoolSize      int32           `json:"pool_size,omitempty"`
 	// BuildTimeoutSeconds limits the build; 0 means the daemon's default.

@@ -32,7 +32,7 @@ func (m *Manager) measureMemory() int64 {
 	}
 	m.mem.mu.Unlock()
 	var used int64
-	for _, s := range m.fleet.Members() {
+	for _, s := range m.members() {
 		used += s.Info(context.Background()).FootprintBytes
 	}
 	m.mem.mu.Lock()

@@ -40,7 +40,11 @@ type ExternalBuild struct {
 // nothing to run (a build still running elsewhere is returned BUILDING;
 // wait for it).
 func (m *Manager) BeginExternal(ctx context.Context, req templates.ExternalRequest) (templates.Info, *ExternalBuild, error) {
-	hash, err := templates.PrepareExternal(req, m.fleet.Provider().Engine())
+	fleet, err := m.fleetFor(req.Engine)
+	if err != nil {
+		return templates.Info{}, nil, err
+	}
+	hash, err := templates.PrepareExternal(req, fleet.Provider().Engine())
 	if err != nil {
 		return templates.Info{}, nil, err
 	}
@@ -66,7 +70,7 @@ func (m *Manager) BeginExternal(ctx context.Context, req templates.ExternalReque
 	now := time.Now()
 	t = &template{name: req.Name, hash: hash, state: templates.Building, done: make(chan struct{}),
 		created: now, ensured: now, began: now, poolSize: poolSize, buildTimeout: buildTimeout,
-		source: templates.SourceExternal, progress: templates.Progress{Phase: templates.PhaseWaiting},
+		fleet: fleet, engine: fleet.Provider().Engine(), source: templates.SourceExternal, progress: templates.Progress{Phase: templates.PhaseWaiting},
 		replicas: map[string]*replica{}, building: map[string]bool{}}
 	t.ctx, t.cancel = context.WithCancelCause(m.ctx)
 	m.templates[req.Name] = append(m.templates[req.Name], t)

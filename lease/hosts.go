@@ -99,7 +99,7 @@ func (m *Manager) serverForTemplate(ctx context.Context, t *template) (*host, er
 		m.mu.Lock()
 		var best *host
 		for _, st := range m.hosts {
-			if !st.dead && (best == nil || st.tables < best.tables) {
+			if !st.dead && st.Engine() == t.engine && (best == nil || st.tables < best.tables) {
 				best = st
 			}
 		}
@@ -107,8 +107,8 @@ func (m *Manager) serverForTemplate(ctx context.Context, t *template) (*host, er
 		if best != nil {
 			return best, nil
 		}
-		st, err := m.startServer(ctx)
-		if testdbd.ErrorCode(err) != testdbd.EExhausted || len(m.fleet.Members()) == 0 && !m.fleet.Starting() {
+		st, err := m.startServer(ctx, t.fleet)
+		if testdbd.ErrorCode(err) != testdbd.EExhausted || len(t.fleet.Members()) == 0 && !t.fleet.Starting() {
 			return st, err
 		}
 		// Every allowed server is starting (for another build or the pool
@@ -118,19 +118,20 @@ func (m *Manager) serverForTemplate(ctx context.Context, t *template) (*host, er
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		for _, s := range m.fleet.Members() {
+		for _, s := range t.fleet.Members() {
 			m.adopt(s)
 		}
 	}
 }
 
-// startServer starts a server within --max-instances and the memory budget.
-func (m *Manager) startServer(ctx context.Context) (*host, error) {
+// startServer starts a server of f's engine within --max-instances and the
+// memory budget.
+func (m *Manager) startServer(ctx context.Context, f *instance.Fleet) (*host, error) {
 	if reason := m.memoryBlocks(instanceEstimate); reason != "" {
 		return nil, testdbd.Errorf(testdbd.EExhausted, "cannot start another server: %s", reason)
 	}
-	m.log.Info("starting a server on demand")
-	s, err := m.fleet.Start(ctx)
+	m.log.Info("starting a server on demand", "engine", f.Provider().Engine().String())
+	s, err := f.Start(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +151,7 @@ type InstanceInfo struct {
 // at its start and its memory and databases read now.
 func (m *Manager) Instances(ctx context.Context) []InstanceInfo {
 	var out []InstanceInfo
-	for _, s := range m.fleet.Members() {
+	for _, s := range m.members() {
 		info, n := s.Describe(ctx)
 		u, _ := s.DatadirUsage()
 		out = append(out, InstanceInfo{InstanceInfo: info, Databases: n, DatadirSize: u.Size})

@@ -43,7 +43,11 @@ const (
 
 // Config configures a Manager.
 type Config struct {
+	// Fleet serves the default engine: templates whose request names no
+	// engine. Fleets serve more engines, one each (e.g. MySQL 9.7 beside
+	// MariaDB 11.8): a template's request names its engine.
 	Fleet             *instance.Fleet
+	Fleets            []*instance.Fleet
 	MaxDatabases      int   // worker databases in all
 	MaxDBsPerInstance int   // worker databases on one server
 	MemoryBudget      int64 // bytes for servers (RSS) and their datadirs; 0 means no limit
@@ -119,9 +123,10 @@ type Manager struct {
 	endedFIFO []string
 	dbTotal   int // worker databases, all states
 	seq       int64
-	starting  int // servers being started by the filler
-	jobs      int // background creations running
-	builds    int // first builds of templates started
+	starting  map[*instance.Fleet]int // servers being started by the filler, by fleet
+	fleets    []*instance.Fleet       // Config.Fleet, then Config.Fleets
+	jobs      int                     // background creations running
+	builds    int                     // first builds of templates started
 }
 
 // New returns a manager; Open starts its background work.
@@ -156,7 +161,8 @@ func New(cfg Config) *Manager {
 		cache = &templates.Cache{Dir: cfg.CacheDir, MaxBytes: cfg.CacheBytes}
 	}
 	return &Manager{cache: cache,
-		cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet, stats: stats.New(cfg.Registerer),
+		cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet, fleets: append([]*instance.Fleet{cfg.Fleet}, cfg.Fleets...),
+		starting: map[*instance.Fleet]int{}, stats: stats.New(cfg.Registerer),
 		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), buildSlots: make(chan struct{}, cfg.MaxBuilds),
 		templates: map[string][]*template{}, hosts: map[string]*host{},
 		leases: map[string]*lease{}, ended: map[string]*lease{},
@@ -172,7 +178,7 @@ func positive[T int | int64 | time.Duration](v *T, def T) {
 
 // Open adopts the fleet's running servers and starts the pool filler.
 func (m *Manager) Open() {
-	for _, s := range m.fleet.Members() {
+	for _, s := range m.members() {
 		m.adopt(s)
 	}
 	m.wg.Add(2)

@@ -123,29 +123,30 @@ func (m *Manager) launchLocked(t *template) bool {
 	}
 	// A server with room but no replica: build one there.
 	for _, st := range m.hosts {
-		if !st.dead && t.replicas[st.ID()] == nil && st.dbs < m.cfg.MaxDBsPerInstance && st.tables+2*tables <= st.tableBudget() {
+		if !st.dead && st.Engine() == t.engine && t.replicas[st.ID()] == nil && st.dbs < m.cfg.MaxDBsPerInstance && st.tables+2*tables <= st.tableBudget() {
 			m.startReplicaLocked(t, st)
 			return false
 		}
 	}
-	if m.starting > 0 {
+	f := t.fleet
+	if m.starting[f] > 0 {
 		return false
 	}
-	running := len(m.fleet.Members())
-	if running >= m.fleet.MaxInstances() {
-		t.blocked = fmt.Sprintf("every server is full (--max-databases-per-instance=%d, or its table budget) and --max-instances=%d servers run",
-			m.cfg.MaxDBsPerInstance, m.fleet.MaxInstances())
+	running := len(f.Members())
+	if running >= f.MaxInstances() {
+		t.blocked = fmt.Sprintf("every %s server is full (--max-databases-per-instance=%d, or its table budget) and --max-instances=%d servers of it run",
+			f.Provider().Engine(), m.cfg.MaxDBsPerInstance, f.MaxInstances())
 		return false
 	}
 	if reason := m.memoryBlocksLocked(instanceEstimate); reason != "" {
 		t.blocked = "no room for another server: " + reason
 		return false
 	}
-	m.starting++
+	m.starting[f]++
 	m.goBackground(func(ctx context.Context) {
-		_, err := m.startServer(ctx)
+		_, err := m.startServer(ctx, f)
 		m.mu.Lock()
-		m.starting--
+		m.starting[f]--
 		if err != nil {
 			t.blocked = "starting another server failed: " + err.Error()
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/migrations"
 	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
@@ -35,7 +36,10 @@ type template struct {
 	cachedSource string
 	// ext is an external build's scratch database while the caller's
 	// migrator works on it.
-	ext      *externalBuild
+	ext *externalBuild
+	// fleet serves the template's engine: its servers hold its databases.
+	fleet    *instance.Fleet
+	engine   testdbd.Engine
 	result   migrations.Result
 	poolSize int
 	retired  bool
@@ -117,7 +121,11 @@ type waiter struct {
 // Config.StaleBuild. A build of new content becomes current once it is ready; the
 // previous one serves the name until then.
 func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (templates.Info, error) {
-	spec, err := templates.Prepare(req, m.fleet.Provider().Engine(), m.cfg.MigrationsRoot)
+	fleet, err := m.fleetFor(req.Engine)
+	if err != nil {
+		return templates.Info{}, err
+	}
+	spec, err := templates.Prepare(req, fleet.Provider().Engine(), m.cfg.MigrationsRoot)
 	if err != nil {
 		return templates.Info{}, err
 	}
@@ -158,6 +166,7 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (te
 		now := time.Now()
 		t = &template{name: req.Name, hash: hash, src: src, state: templates.Building, done: make(chan struct{}),
 			created: now, ensured: now, began: now, poolSize: poolSize, buildTimeout: buildTimeout,
+			fleet: fleet, engine: fleet.Provider().Engine(),
 			source: templates.SourceMigrations, progress: templates.Progress{Phase: templates.PhaseWaiting},
 			replicas: map[string]*replica{}, building: map[string]bool{}}
 		t.ctx, t.cancel = context.WithCancelCause(m.ctx)
@@ -280,7 +289,7 @@ func (m *Manager) imageHeader(t *template, rep *replica) templates.ImageHeader {
 	if source == templates.SourceCache {
 		source = t.cachedSource
 	}
-	return templates.ImageHeader{Engine: m.fleet.Provider().Engine().String(), Hash: t.hash, Name: t.name, Source: source,
+	return templates.ImageHeader{Engine: t.engine.String(), Hash: t.hash, Name: t.name, Source: source,
 		Version: t.result.Version, Migrations: append([]string(nil), t.result.Applied...), Schema: rep.schema}
 }
 
@@ -659,7 +668,7 @@ func (m *Manager) templateInfoLocked(t *template) templates.Info {
 	info := templates.Info{
 		Name: t.name, Hash: t.hash, State: t.stateLocked(), Build: t.build, CreatedAt: t.created, Current: t.current,
 		Progress: t.progress, Source: t.source,
-		Engine: m.fleet.Provider().Engine().String(), Version: t.result.Version,
+		Engine: t.engine.String(), Version: t.result.Version,
 		Migrations: append([]string(nil), t.result.Applied...),
 	}
 	if t.state == templates.Building {

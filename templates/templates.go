@@ -2,6 +2,7 @@ package templates
 
 import (
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/testdbd/testdbd"
@@ -27,7 +28,7 @@ type Request struct {
 	MigrationsDir string            // a directory on the daemon's host, or
 	Files         []migrations.File // uploaded migration files
 	Seed          string
-	Engine        string // "mariadb", "mysql" or "" for any
+	Engine        string // "mariadb", "mysql", "mysql-9.7" … or "" for the daemon's default (see EngineMatches)
 	Async         bool   // return while still building
 	PoolSize      int    // ready databases to keep; 0 means the default
 	// BuildTimeout bounds the build; 0 means the daemon's default.
@@ -188,11 +189,35 @@ func PrepareExternal(req ExternalRequest, engine testdbd.Engine) (string, error)
 
 // checkEngine refuses a request for another engine than the servers'.
 func checkEngine(asked string, engine testdbd.Engine) error {
-	if asked != "" && asked != string(engine.Flavor) {
+	if asked != "" && !EngineMatches(asked, engine) {
 		return testdbd.Errorf(testdbd.EInvalid,
-			"engine %q was asked for, but this daemon runs %s servers: leave engine empty or start a daemon with a %s server", asked, engine, asked)
+			"engine %q was asked for, but the template is built on %s: leave engine empty or name %s", asked, engine, EngineName(engine))
 	}
 	return nil
+}
+
+// EngineMatches reports whether a request's engine names e: its flavor
+// ("mysql"), or its flavor and version or version prefix ("mysql-9.7",
+// "mariadb 11.8", "mariadb-10.11.19").
+func EngineMatches(asked string, e testdbd.Engine) bool {
+	asked = strings.ToLower(strings.TrimSpace(asked))
+	flavor, version, found := strings.Cut(strings.Replace(asked, " ", "-", 1), "-")
+	if flavor != string(e.Flavor) {
+		return false
+	}
+	if !found {
+		return true
+	}
+	return version == e.Version || strings.HasPrefix(e.Version, version+".")
+}
+
+// EngineName is how requests name e: flavor-major.minor.
+func EngineName(e testdbd.Engine) string {
+	parts := strings.SplitN(e.Version, ".", 3)
+	if len(parts) >= 2 {
+		return string(e.Flavor) + "-" + parts[0] + "." + parts[1]
+	}
+	return string(e.Flavor) + "-" + e.Version
 }
 
 // Short is the first 12 characters of a hash, as database names carry it.

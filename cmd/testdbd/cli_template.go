@@ -66,7 +66,7 @@ ensure ... --format env)").`
 	c.fs.DurationVar(&ttl, "build-timeout", 0, "time limit of the build (default the daemon's --build-timeout)")
 	c.fs.BoolVar(&upload, "upload", false, "send the files with the request instead of the path (for a daemon on another host or in a container)")
 	c.fs.StringVar(&seedFile, "seed-file", "", "SQL file run after the migrations")
-	c.fs.StringVar(&req.Engine, "engine", "", "build on this engine: mariadb or mysql (default any)")
+	c.fs.StringVar(&req.Engine, "engine", "", "build on this engine: mariadb, mysql, or with a version, e.g. mysql-9.7 (default the daemon's default engine)")
 	c.fs.IntVar(&poolSize, "pool-size", 0, "ready databases to keep for the template (default the daemon's --pool-size)")
 	c.fs.BoolVar(&req.Async, "async", false, "return while the template is still building (testdbd template wait NAME waits for it)")
 	if _, err := c.parse(args); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +45,7 @@ type serveConfig struct {
 	TLSKey            string
 	Mysqld            string
 	Image             string
+	EngineImages      stringList
 	Kubeconfig        string
 	Namespace         string
 	K8sService        bool
@@ -95,6 +97,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.Mysqld, "mysqld", "", "server binary (mariadbd or mysqld); default: search PATH and /usr/sbin")
 	fs.StringVar(&cfg.Image, "image", docker.DefaultImage, "server image for --provider docker (present locally: make image builds the default) or kubernetes (on the nodes or pullable)")
+	fs.Var(&cfg.EngineImages, "engine-image", "serve another engine beside the default one, from this server image (repeatable; Docker containers, or pods with --provider kubernetes): templates name it with engine, e.g. mysql-9.7")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig for --provider kubernetes; default $KUBECONFIG, ~/.kube/config, then the pod's service account")
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the server pods; default the kubeconfig context's, or the daemon pod's own")
 	fs.BoolVar(&cfg.K8sService, "k8s-service", false, "give each server pod a ClusterIP Service and hand leases its DNS name instead of the pod's IP")
@@ -205,8 +208,11 @@ type daemon struct {
 	log      *slog.Logger
 	provider testdbd.Provider
 	fleet    *instance.Fleet
-	manager  *lease.Manager
-	server   *server.API
+	// extra are the providers and fleets of --engine-image, one per image.
+	extraProviders []testdbd.Provider
+	extraFleets    []*instance.Fleet
+	manager        *lease.Manager
+	server         *server.API
 }
 
 // openDaemon validates cfg, starts the provider (cleaning up after a killed
@@ -249,16 +255,33 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	// testdbd's own connections beyond that.
 	settings.MaxConnections = cfg.MaxDBsPerInstance*cfg.MaxLeaseConns + lease.AdminHeadroom
 	var manager *lease.Manager // set below; servers die only after it is
-	d.fleet = instance.NewFleet(d.provider, instance.FleetConfig{
-		MaxInstances: cfg.MaxInstances,
-		Settings:     settings,
-		Logger:       log,
-		OnDeath: func(s *instance.Member, err error) {
-			if manager != nil {
-				manager.OnInstanceDeath(s, err)
-			}
-		},
-	})
+	newFleet := func(p testdbd.Provider) *instance.Fleet {
+		return instance.NewFleet(p, instance.FleetConfig{
+			MaxInstances: cfg.MaxInstances,
+			Settings:     settings,
+			Logger:       log,
+			OnDeath: func(s *instance.Member, err error) {
+				if manager != nil {
+					manager.OnInstanceDeath(s, err)
+				}
+			},
+		})
+	}
+	d.fleet = newFleet(d.provider)
+	seen := map[testdbd.Engine]string{d.provider.Engine(): "the default provider"}
+	for i, image := range cfg.EngineImages {
+		p, err := openEngineImage(ctx, cfg, image, i, log)
+		if err != nil {
+			return nil, fmt.Errorf("--engine-image %s: %w", image, err)
+		}
+		d.extraProviders = append(d.extraProviders, p)
+		if other, ok := seen[p.Engine()]; ok {
+			return nil, fmt.Errorf("--engine-image %s runs %s, as %s does: give each engine one image", image, p.Engine(), other)
+		}
+		seen[p.Engine()] = image
+		d.extraFleets = append(d.extraFleets, newFleet(p))
+		log.Info("engine ready", "image", image, "engine", p.Engine().String(), "provider", p.Name())
+	}
 	if cfg.Warm > 0 {
 		log.Info("starting warm servers", "count", cfg.Warm)
 		g, gctx := errgroup.WithContext(ctx)
@@ -279,7 +302,7 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 		return nil, fmt.Errorf("--strategy: %w", err)
 	}
 	manager = lease.New(lease.Config{
-		Fleet: d.fleet, MaxDatabases: cfg.MaxDatabases, MaxDBsPerInstance: cfg.MaxDBsPerInstance,
+		Fleet: d.fleet, Fleets: d.extraFleets, MaxDatabases: cfg.MaxDatabases, MaxDBsPerInstance: cfg.MaxDBsPerInstance,
 		MemoryBudget: int64(cfg.MemoryBudget), PoolSize: cfg.PoolSize, IdleTrim: cfg.PoolIdle, StaleBuild: cfg.StaleBuild, Clones: cfg.Clones,
 		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait,
 		LeaseConnections: cfg.LeaseConns, MaxLeaseConnections: cfg.MaxLeaseConns,
@@ -356,6 +379,24 @@ func openDocker(ctx context.Context, cfg serveConfig, log *slog.Logger) (testdbd
 	return p, nil
 }
 
+// openEngineImage starts the provider of the i-th --engine-image: pods
+// with --provider kubernetes, containers otherwise, each with a state
+// directory of its own under --state-dir.
+func openEngineImage(ctx context.Context, cfg serveConfig, image string, i int, log *slog.Logger) (testdbd.Provider, error) {
+	cfg.Image = image
+	cfg.StateDir = filepath.Join(cfg.StateDir, "engines", strconv.Itoa(i+1))
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, err
+	}
+	if cfg.K8sOwner != "" {
+		cfg.K8sOwner += "-" + strconv.Itoa(i+1)
+	}
+	if strings.ToLower(cfg.Provider) == "kubernetes" {
+		return openKubernetes(ctx, cfg, log)
+	}
+	return openDocker(ctx, cfg, log)
+}
+
 // openKubernetes starts the Kubernetes provider. Each server pod's memory
 // limit and request are the memory budget split evenly over the most
 // servers that may run (--memory-budget / --max-instances): the pods then
@@ -390,8 +431,14 @@ func (d *daemon) Close(ctx context.Context) error {
 	if d.fleet != nil {
 		errs = append(errs, d.fleet.Close(ctx))
 	}
+	for _, f := range d.extraFleets {
+		errs = append(errs, f.Close(ctx))
+	}
 	if d.provider != nil {
 		errs = append(errs, d.provider.Close(ctx))
+	}
+	for _, p := range d.extraProviders {
+		errs = append(errs, p.Close(ctx))
 	}
 	return errors.Join(errs...)
 }

@@ -215,7 +215,9 @@ type EnsureTemplateRequest struct {
 	Migrations []*MigrationFile `protobuf:"bytes,3,rep,name=migrations,proto3" json:"migrations,omitempty"`
 	// SQL run after the migrations (seed data).
 	SeedSql string `protobuf:"bytes,4,opt,name=seed_sql,json=seedSql,proto3" json:"seed_sql,omitempty"`
-	// The engine to build on: "mariadb" or "mysql". Empty means any.
+	// The engine to build on: a flavor ("mariadb", "mysql") or a flavor and
+	// version ("mysql-9.7", "mariadb-11.8") among those the daemon serves
+	// (its default engine and each --engine-image). Empty means the default.
 	Engine string `protobuf:"bytes,5,opt,name=engine,proto3" json:"engine,omitempty"`
 	// Return at once with the template in state BUILDING instead of waiting
 	// for the build to finish.
@@ -516,7 +518,9 @@ type BeginTemplateBuildRequest struct {
 	// migration files (1 to 128 characters). With the engine and testdbd's
 	// version it makes the template's hash.
 	ContentHash string `protobuf:"bytes,2,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"`
-	// The engine to build on: "mariadb" or "mysql". Empty means any.
+	// The engine to build on: a flavor ("mariadb", "mysql") or a flavor and
+	// version ("mysql-9.7", "mariadb-11.8") among those the daemon serves
+	// (its default engine and each --engine-image). Empty means the default.
 	Engine string `protobuf:"bytes,3,opt,name=engine,proto3" json:"engine,omitempty"`
 	// Worker databases to keep ready in the pool. 0 means the daemon's default.
 	PoolSize int32 `protobuf:"varint,4,opt,name=pool_size,json=poolSize,proto3" json:"pool_size,omitempty"`

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"database/sql"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd/internal/testenv"
+)
+
+// TestTwoEnginesOneDaemon: one daemon serves MariaDB (its default, native)
+// and MySQL 9.7 (--engine-image) side by side: a template names its
+// engine, leases of each run on their own engine, an engine the daemon
+// does not serve is refused naming those it does, and SIGTERM leaves no
+// container.
+func TestTwoEnginesOneDaemon(t *testing.T) {
+	needDocker(t)
+	state := testenv.StateDir(t)
+	removeContainersAtEnd(t, state+"/engines/1")
+	d := startDaemon(t, state, "--provider", "native", "--engine-image", mysqlImage)
+	dir := repoRoot + "/examples/migrations"
+	type tplJSON struct {
+		State, Engine, Hash, Error string
+	}
+	versions := map[string]string{}
+	for _, c := range []struct{ name, engine, want string }{
+		{"app", "", "mariadb"}, {"app-mysql", "mysql-9.7", "mysql 9.7"}, {"app-maria", "mariadb", "mariadb"},
+	} {
+		var tpl tplJSON
+		body := `{"name":"` + c.name + `","migrations_dir":"` + dir + `","engine":"` + c.engine + `"}`
+		if code := d.call(t, "POST", "/v1/templates", body, &tpl); code != 200 || tpl.State != "TEMPLATE_STATE_READY" || !strings.HasPrefix(tpl.Engine, c.want) {
+			t.Fatalf("ensure %s on engine %q: %d %+v", c.name, c.engine, code, tpl)
+		}
+		var l struct{ DSN string }
+		d.postJSON(t, "/v1/leases", map[string]any{"template": c.name, "strategy": "STRATEGY_SNAPSHOT"}, &l)
+		cfg, err := mysql.ParseDSN(l.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		connector, err := mysql.NewConnector(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := sql.OpenDB(connector)
+		var version string
+		err = db.QueryRow("SELECT VERSION()").Scan(&version)
+		db.Close()
+		if err != nil {
+			t.Fatalf("lease of %s: %v", c.name, err)
+		}
+		versions[c.name] = version
+		if isMaria := strings.Contains(strings.ToLower(version), "mariadb"); isMaria != strings.HasPrefix(c.want, "mariadb") {
+			t.Errorf("a lease of %s (engine %q) runs on %s", c.name, c.engine, version)
+		}
+	}
+	t.Logf("server versions of the leases: %v", versions)
+	var bad struct{ Message string }
+	if code := d.call(t, "POST", "/v1/templates", `{"name":"pg","migrations_dir":"`+dir+`","engine":"postgres"}`, &bad); code != 400 ||
+		!strings.Contains(bad.Message, "mysql-9.7") || !strings.Contains(bad.Message, "mariadb-10.11") {
+		t.Errorf("an engine the daemon does not serve: %d %q", code, bad.Message)
+	}
+	var list struct {
+		Instances []struct{ Engine, Provider string }
+	}
+	d.getJSON(t, "/v1/instances", &list)
+	engines := map[string]string{}
+	for _, in := range list.Instances {
+		engines[in.Engine] = in.Provider
+	}
+	if engines["mariadb"] != "native" || engines["mysql"] != "docker" {
+		t.Errorf("instances: %+v", list.Instances)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(time.Minute):
+		t.Fatal("daemon did not exit within a minute of SIGTERM")
+	}
+	if ids := containersOf(t, state+"/engines/1"); len(ids) != 0 {
+		t.Errorf("containers left after SIGTERM: %v", ids)
+	}
+}
