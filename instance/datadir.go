@@ -47,7 +47,8 @@ func (s *Member) DatadirUsage() (u Usage, ok bool) {
 	if err := unix.Statfs(s.Datadir, &st); err != nil {
 		return u, false
 	}
-	return Usage{Size: int64(st.Blocks) * st.Bsize, Free: int64(st.Bavail) * st.Bsize}, true
+	bsize := int64(st.Bsize) //nolint:unconvert // int64 on Linux, uint32 on macOS
+	return Usage{Size: int64(st.Blocks) * bsize, Free: int64(st.Bavail) * bsize}, true
 }
 
 // DatabaseBytes returns the bytes the files of database db take on the
