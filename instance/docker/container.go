@@ -226,7 +226,11 @@ func (s *Container) Info(ctx context.Context) testdbd.InstanceInfo {
 			}
 		}
 	}
-	info.DatadirBytes = datadirBytes(info.PID)
+	// The datadir's use, seen through /proc when the daemon shares the
+	// engine's host and may look there (as root); 0 otherwise.
+	if used, onTmpfs, ok := instance.ContainerDatadir(info.PID, Datadir); ok && onTmpfs {
+		info.DatadirBytes = used
+	}
 	info.MemoryBytes = s.memory(ctx)
 	info.FootprintBytes = info.MemoryBytes // the container's memory counts its tmpfs pages
 	return info

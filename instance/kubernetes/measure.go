@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/testdbd/testdbd/instance"
 )
 
 // usage is what Info reads of a server pod on this host.
@@ -42,14 +43,7 @@ func (s *Pod) measure(pod *corev1.Pod) usage {
 			u.pid = firstPID(dir, id)
 		}
 	}
-	if u.pid > 0 {
-		var st unix.Statfs_t
-		if err := unix.Statfs("/proc/"+strconv.Itoa(u.pid)+"/root"+Datadir, &st); err == nil {
-			u.datadirSeen = true
-			u.datadirOnTmpfs = st.Type == unix.TMPFS_MAGIC
-			u.datadir = int64(st.Blocks-st.Bfree) * st.Bsize
-		}
-	}
+	u.datadir, u.datadirOnTmpfs, u.datadirSeen = instance.ContainerDatadir(u.pid, Datadir)
 	return u
 }
 
