@@ -12,11 +12,10 @@ import (
 	"github.com/testdbd/testdbd/dashboard"
 )
 
-// TestDashboardProposedAPI renders what the daemon does not serve yet, from
-// a stand-in API: GET /v1/events (recent resets, errors and warnings), an
-// instance's datadir_size_bytes and a building template's build_progress.
-// The shapes are the ones proposed for the daemon (ListEvents is in
-// proto/testdb/v1/testdb.proto already).
+// TestDashboardProposedAPI renders, from a stand-in API answering with the
+// daemon's shapes, states a real daemon shows only for a moment: a build
+// halfway through its migrations (progress), recent resets, errors and
+// warnings (GET /v1/events), an instance's datadir_size_bytes.
 func TestDashboardProposedAPI(t *testing.T) {
 	now := time.Now().UTC()
 	at := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339Nano) }
@@ -28,7 +27,10 @@ func TestDashboardProposedAPI(t *testing.T) {
 		"/v1/templates": `{"templates":[{"name":"app","hash":"1748795c1f2a00000000000000000000000000000000000000000000000000aa",
 			"state":"TEMPLATE_STATE_BUILDING","engine":"mariadb 10.11.19","created_at":"` + at(-3*time.Second) + `",
 			"build":{},"pool":{"target":2},
-			"build_progress":{"phase":"migrate","migrations_done":2,"migrations_total":3,"current_migration":"00003_views_and_seed.sql"}}]}`,
+			"current":true,"source":"migrations","progress":{"phase":"migrating","step":2,"steps":3,"migration":"00003_views_and_seed.sql","elapsed_ms":1500}},
+			{"name":"app","hash":"99aa00000000000000000000000000000000000000000000000000000000ffff","state":"TEMPLATE_STATE_READY",
+			"engine":"mariadb 10.11.19","created_at":"` + at(-time.Hour) + `","build":{"total_ms":120},"pool":{"ready":1,"target":0},
+			"tables":6,"current":false,"source":"cache","progress":{"phase":"done"}}]}`,
 		"/v1/leases": `{"leases":[]}`,
 		"/v1/stats": `{"resets":[{"strategy":"STRATEGY_SNAPSHOT","latency":{"count":"3","p50_ms":3.2,"p90_ms":4,"p99_ms":5,"max_ms":5}}],
 			"acquire":{"count":"0"},"acquire_wait":{"count":"0"},"databases":5}`,
@@ -62,7 +64,9 @@ func TestDashboardProposedAPI(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(srv.URL+"/"))
 	waitText(t, ctx, "#servers", "105 MiB of 2.0 GiB")
 	waitJS(t, ctx, "the tmpfs note is hidden", `document.getElementById('tmpfs-note').hidden`)
-	waitText(t, ctx, "#templates article[data-key=app] header", "BUILDING", "migrate 2/3: 00003_views_and_seed.sql")
+	waitText(t, ctx, "#templates article[data-key=app] header", "BUILDING", "migrating 2/3: 00003_views_and_seed.sql (1.5 s)")
+	waitText(t, ctx, `#templates article[data-key="app@99aa00000000"] header`, "app (older build)", "READY")
+	waitText(t, ctx, `#templates article[data-key="app@99aa00000000"]`, "restored from the template cache")
 	waitText(t, ctx, "#resets", "tdb_app_w1", "release", "snapshot", "asked: rollback", "4.25", "2 of 6", "audit_log, posts",
 		"rows were committed", "server instance n-1 died")
 	waitText(t, ctx, "#events", "error", "recycle_failed", "recycle worker database; dropping it", "template app, database tdb_app_w3")

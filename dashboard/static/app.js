@@ -323,10 +323,15 @@
     return dd;
   }
 
+  // A name's current build is keyed by the name; its other live builds
+  // (another branch's migrations, leasable by hash) by name@hash.
+  function cardKey(t) { return t.current === false ? `${t.name}@${shortHash(t.hash)}` : t.name; }
+
   function newCard(t) {
-    const card = h('article', { class: 'card', 'data-key': t.name, 'aria-labelledby': 'tpl-' + cssId(t.name) });
+    const key = cardKey(t);
+    const card = h('article', { class: 'card', 'data-key': key, 'data-name': t.name, 'aria-labelledby': 'tpl-' + cssId(key) });
     const r = {};
-    r.name = h('h3', { id: 'tpl-' + cssId(t.name), text: t.name });
+    r.name = h('h3', { id: 'tpl-' + cssId(key), text: t.current === false ? `${t.name} (older build)` : t.name });
     r.state = h('span', { class: 'badge' });
     r.progress = h('span', { class: 'muted' });
     card.append(h('header', null, r.name, r.state, r.progress));
@@ -339,6 +344,7 @@
     r.copy.addEventListener('click', () => copyHash(card, r.copy));
     r.hash.append(h('span', { class: 'hash' }, r.hashCode, r.copy));
     r.engine = dlRow(dl, 'Engine');
+    r.source = dlRow(dl, 'Source');
     r.contents = dlRow(dl, 'Contents');
     r.migrations = dlRow(dl, 'Migrations');
     r.server = dlRow(dl, 'Server');
@@ -350,7 +356,7 @@
     r.build = h('div');
     card.append(r.poolH, r.pool, r.buildH, r.build);
     r.del = h('button', { type: 'button', class: 'danger', text: 'Delete…', 'aria-label': `Delete template ${t.name}…` });
-    r.del.addEventListener('click', () => deleteTemplate(card.dataset.key, r.del));
+    r.del.addEventListener('click', () => deleteTemplate(card.dataset.name, r.del));
     card.append(h('div', { class: 'actions' }, r.del));
     card.refs = r;
     return card;
@@ -364,10 +370,11 @@
     const state = templateState(t.state);
     r.state.className = 'badge ' + (stateClass[state] || '');
     setText(r.state, state);
-    // build_progress is not in the API yet; shown once it is.
-    const prog = t.build_progress;
-    setText(r.progress, state === 'BUILDING'
-      ? (prog && prog.phase ? `${prog.phase}${prog.migrations_total ? ` ${num(prog.migrations_done)}/${num(prog.migrations_total)}` : ''}${prog.current_migration ? ': ' + prog.current_migration : ''}` : 'building…')
+    const prog = t.progress || {};
+    const building = state === 'BUILDING' || prog.phase === 'cloning';
+    setText(r.progress, building
+      ? (prog.phase ? `${prog.phase}${num(prog.steps) ? ` ${num(prog.step)}/${num(prog.steps)}` : ''}${prog.migration ? ': ' + prog.migration : ''}` +
+        (num(prog.elapsed_ms) ? ` (${(num(prog.elapsed_ms) / 1000).toFixed(1)} s)` : '') : 'building…')
       : '');
     r.error.hidden = !t.error;
     setText(r.error, t.error || '');
@@ -375,6 +382,7 @@
     r.hashCode.title = t.hash || '';
     r.copy.hidden = !t.hash;
     setText(r.engine, t.engine || '–');
+    setText(r.source, { migrations: 'built from its migrations', external: 'built by its own migrator', cache: 'restored from the template cache' }[t.source] || '–');
     const parts = [plural(num(t.tables), 'table')];
     if (num(t.views)) parts.push(plural(num(t.views), 'view'));
     if (num(t.triggers)) parts.push(plural(num(t.triggers), 'trigger'));
@@ -396,13 +404,15 @@
   }
 
   function renderTemplates(list) {
-    list = [...list].sort((a, b) => a.name.localeCompare(b.name));
+    // The daemon lists a name's current build first, then its older ones.
+    list = [...list].sort((a, b) => a.name.localeCompare(b.name) || (b.current === true) - (a.current === true));
     const box = $('templates');
     const old = new Map([...box.children].map((c) => [c.dataset.key, c]));
     let prev = null;
     for (const t of list) {
-      let card = old.get(t.name);
-      old.delete(t.name);
+      const key = cardKey(t);
+      let card = old.get(key);
+      old.delete(key);
       if (!card) card = newCard(t);
       updateCard(card, t);
       const want = prev ? prev.nextElementSibling : box.firstElementChild;
