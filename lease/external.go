@@ -163,18 +163,28 @@ func (m *Manager) externalLocked(name, hash string) (*template, error) {
 	return t, nil
 }
 
+// takeExternal claims the external build of name with hash for finishing
+// or aborting: its time limit no longer applies.
+func (m *Manager) takeExternal(name, hash string) (*template, *externalBuild, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, err := m.externalLocked(name, hash)
+	if err != nil {
+		return nil, nil, err
+	}
+	t.ext.finishing = true
+	t.ext.timer.Stop()
+	return t, t.ext, nil
+}
+
 // FinishExternal makes an external build's database the template: capture,
 // first worker database, READY. Unless async it waits, bounded by ctx.
 func (m *Manager) FinishExternal(ctx context.Context, name, hash string, async bool) (templates.Info, error) {
-	m.mu.Lock()
-	t, err := m.externalLocked(name, hash)
+	t, x, err := m.takeExternal(name, hash)
 	if err != nil {
-		m.mu.Unlock()
 		return templates.Info{}, err
 	}
-	x := t.ext
-	x.finishing = true
-	x.timer.Stop()
+	m.mu.Lock()
 	t.build.Migrate = time.Since(t.began) - t.build.Provision // the caller's migrator
 	m.mu.Unlock()
 	m.goBackground(func(context.Context) {
@@ -215,16 +225,10 @@ func (m *Manager) FinishExternal(ctx context.Context, name, hash string, async b
 // AbortExternal ends an external build without a template: its database
 // and account are dropped, and the template is FAILED with reason.
 func (m *Manager) AbortExternal(ctx context.Context, name, hash, reason string) (templates.Info, error) {
-	m.mu.Lock()
-	t, err := m.externalLocked(name, hash)
+	t, x, err := m.takeExternal(name, hash)
 	if err != nil {
-		m.mu.Unlock()
 		return templates.Info{}, err
 	}
-	x := t.ext
-	x.finishing = true
-	x.timer.Stop()
-	m.mu.Unlock()
 	if reason == "" {
 		reason = "the caller aborted it"
 	}

@@ -190,17 +190,7 @@ func TestDaemonServesAndStopsCleanly(t *testing.T) {
 		t.Fatal("the running server is not visible to the leftover check")
 	}
 
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		t.Fatal("daemon did not exit within 30 s of SIGTERM")
-	}
-	if code := d.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("exit code %d after SIGTERM", code)
-	}
+	d.terminate(t, 30 * time.Second)
 	waitNoLeftovers(t, state)
 }
 
@@ -279,5 +269,22 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0"}, testenv.Logger(t))
 	if err == nil || !strings.Contains(err.Error(), "auto, native, docker or kubernetes") {
 		t.Errorf("bad provider: %v", err)
+	}
+}
+
+// terminate sends the daemon SIGTERM and waits up to within for it to exit,
+// which it must do with status 0.
+func (p *proc) terminate(t *testing.T, within time.Duration) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(within):
+		t.Fatalf("daemon did not exit within %v of SIGTERM", within)
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d after SIGTERM", code)
 	}
 }

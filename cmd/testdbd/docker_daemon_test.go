@@ -145,17 +145,7 @@ func TestDockerDaemonServesAndStopsCleanly(t *testing.T) {
 	}
 	db.Close()
 
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		t.Fatal("daemon did not exit within 30 s of SIGTERM")
-	}
-	if code := d.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("exit code %d after SIGTERM", code)
-	}
+	d.terminate(t, 30 * time.Second)
 	if ids := containersOf(t, state); len(ids) != 0 {
 		t.Errorf("containers left after SIGTERM: %v", ids)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"database/sql"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,14 +73,7 @@ func TestTwoEnginesOneDaemon(t *testing.T) {
 	if engines["mariadb"] != "native" || engines["mysql"] != "docker" {
 		t.Errorf("instances: %+v", list.Instances)
 	}
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-d.exited:
-	case <-time.After(time.Minute):
-		t.Fatal("daemon did not exit within a minute of SIGTERM")
-	}
+	d.terminate(t, time.Minute)
 	if ids := containersOf(t, state+"/engines/1"); len(ids) != 0 {
 		t.Errorf("containers left after SIGTERM: %v", ids)
 	}

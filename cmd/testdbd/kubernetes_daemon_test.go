@@ -184,17 +184,7 @@ func TestKubernetesDaemonREADMEFlow(t *testing.T) {
 		t.Errorf("release: %d", code)
 	}
 
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-d.exited:
-	case <-time.After(time.Minute):
-		t.Fatal("daemon did not exit within a minute of SIGTERM")
-	}
-	if code := d.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("exit code %d after SIGTERM", code)
-	}
+	d.terminate(t, time.Minute)
 	if left := podsOf(t, state); len(left) != 0 {
 		t.Errorf("pods left after SIGTERM: %d", len(left))
 	}
