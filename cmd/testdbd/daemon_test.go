@@ -190,7 +190,7 @@ func TestDaemonServesAndStopsCleanly(t *testing.T) {
 		t.Fatal("the running server is not visible to the leftover check")
 	}
 
-	d.terminate(t, 30 * time.Second)
+	d.terminate(t, 30*time.Second)
 	waitNoLeftovers(t, state)
 }
 

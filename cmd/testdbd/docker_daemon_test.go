@@ -145,7 +145,7 @@ func TestDockerDaemonServesAndStopsCleanly(t *testing.T) {
 	}
 	db.Close()
 
-	d.terminate(t, 30 * time.Second)
+	d.terminate(t, 30*time.Second)
 	if ids := containersOf(t, state); len(ids) != 0 {
 		t.Errorf("containers left after SIGTERM: %v", ids)
 	}
