@@ -22,4 +22,7 @@ for p in "${packages[@]}"; do
   log "unpacking $deb"
   dpkg-deb -x "$deb" "$ROOT"
 done
-"$ETCD" --version | head -n1 >&2
+# The first line only, read whole: head would end the pipe early, and the
+# SIGPIPE etcd then gets fails the script (pipefail) now and then.
+version=$("$ETCD" --version)
+printf '%s\n' "${version%%$'\n'*}" >&2
