@@ -72,7 +72,7 @@ exec 9>"$state/lock"
 flock 9
 
 # The Debian mirror the host's apt uses for its main suite.
-mirror=${MIRROR:-$(apt-get indextargets --format '$(REPO_URI)' 'Identifier: Packages' 'Label: Debian' 'Component: main' 2>/dev/null | head -n1)}
+mirror=${MIRROR:-$(apt-get indextargets --format '$(REPO_URI)' 'Identifier: Packages' 'Label: Debian' 'Component: main' 2>/dev/null | sed -n 1p)}
 if [ -z "$mirror" ]; then
   say "cannot tell which Debian mirror the host's apt uses: set MIRROR=<url of a Debian archive>"
   exit 1

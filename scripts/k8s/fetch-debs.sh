@@ -18,7 +18,7 @@ if ! apt-get download -q -o APT::Sandbox::User=root "${packages[@]}" >/dev/null 
   apt-get download -q -o APT::Sandbox::User=root "${packages[@]}" >/dev/null
 fi
 for p in "${packages[@]}"; do
-  deb=$(find . -maxdepth 1 -name "${p}_*.deb" -printf '%T@ %f\n' | sort -rn | head -n1 | cut -d' ' -f2)
+  deb=$(find . -maxdepth 1 -name "${p}_*.deb" -printf '%T@ %f\n' | sort -rn | sed -n 1p | cut -d' ' -f2)
   log "unpacking $deb"
   dpkg-deb -x "$deb" "$ROOT"
 done
