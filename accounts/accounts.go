@@ -62,6 +62,22 @@ func create(ctx context.Context, db *sql.DB, prefix, database, options string) (
 	return a, nil
 }
 
+// Rotate gives user, which EndSessions locked, a new random password and
+// unlocks it, with a connection cap of maxConns again (0: none of its
+// own): the account of a database's next lease, at a fraction of the cost
+// of dropping the old account and creating a new one. The old password
+// stops working before anyone can log in again.
+func Rotate(ctx context.Context, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, user, database string, maxConns int) (Account, error) {
+	a := Account{User: user, Password: random.String(24, random.Alnum), Database: database}
+	q := fmt.Sprintf("ALTER USER %s IDENTIFIED BY '%s' WITH MAX_USER_CONNECTIONS %d ACCOUNT UNLOCK", Quote(user), a.Password, maxConns)
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		return Account{}, fmt.Errorf("new password for %s: %w", user, err)
+	}
+	return a, nil
+}
+
 // Drop drops an account if it exists. Its open sessions keep running until
 // EndSessions ends them.
 func Drop(ctx context.Context, db interface {

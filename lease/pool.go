@@ -306,26 +306,36 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 	return nil
 }
 
-// prepareUser creates the MySQL account the next lease of db gets (see
-// accounts.Create) and logs in with it once so that the lease's first
+// prepareUser makes the MySQL account the next lease of db gets: a new
+// one (accounts.Create) for a new database, or, for a database whose last
+// lease's account revokeUser locked, the same account with a new password
+// (accounts.Rotate). It logs in with it once so that the lease's first
 // connection is fast.
 func (m *Manager) prepareUser(ctx context.Context, db *workerDB) error {
 	h := db.rep.host
-	a, err := accounts.Create(ctx, h.DB, "tdbu_", db.name, m.cfg.LeaseConnections)
+	var a accounts.Account
+	var err error
+	if db.user != "" {
+		a, err = accounts.Rotate(ctx, h.DB, db.user, db.name, m.cfg.LeaseConnections)
+	} else {
+		a, err = accounts.Create(ctx, h.DB, "tdbu_", db.name, m.cfg.LeaseConnections)
+	}
 	if err != nil {
 		return err
 	}
+	db.user = a.User
 	host, port := h.ClientAddr()
 	if err := accounts.Login(ctx, host, port, a); err != nil {
-		_ = accounts.Drop(context.WithoutCancel(ctx), h.DB, a.User)
 		return err
 	}
-	db.user, db.password = a.User, a.Password
+	db.password = a.Password
 	return nil
 }
 
-// revokeUser drops db's current user and ends its sessions: its credentials
-// stop working before anything else happens to the database.
+// revokeUser locks db's current account and ends its sessions: its
+// credentials stop working before anything else happens to the database.
+// The account stays, locked, for prepareUser to give the next lease with a
+// new password; whoever drops the database drops it (db.user).
 func (m *Manager) revokeUser(ctx context.Context, db *workerDB) (int, error) {
 	if db.user == "" {
 		return 0, nil
@@ -336,15 +346,8 @@ func (m *Manager) revokeUser(ctx context.Context, db *workerDB) (int, error) {
 		return 0, err
 	}
 	defer conn.Close()
-	if err := accounts.Drop(ctx, conn, db.user); err != nil {
-		return 0, err
-	}
-	n, err := accounts.EndSessions(ctx, conn, h.Flavor, db.user, false)
-	if err != nil {
-		return n, err
-	}
-	db.user, db.password = "", ""
-	return n, nil
+	db.password = ""
+	return accounts.EndSessions(ctx, conn, h.Flavor, db.user, true)
 }
 
 // makeReadyLocked puts a clean database in the pool, or hands it straight

@@ -82,6 +82,10 @@ func TestQuickRun(t *testing.T) {
 	if len(r.ColdStarts) != 1+r.Plan.Restarts || r.ColdStarts[0].RSSEmptyBytes == 0 {
 		t.Errorf("cold starts: %+v", r.ColdStarts)
 	}
+	if len(r.Cache) != 1+r.Plan.CacheRestores || r.Cache[0].Source != "migrations" || r.Cache[1].Source != "cache" ||
+		r.Cache[1].Build.MigrateMs != 0 || r.Cache[1].Tables != r.Cache[0].Tables {
+		t.Errorf("template cache runs: %+v", r.Cache)
+	}
 	if len(r.Servers) < 3 || r.Servers[0].OnTmpfs || !r.Servers[1].OnTmpfs {
 		t.Errorf("servers: %+v", r.Servers)
 	}

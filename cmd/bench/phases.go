@@ -122,6 +122,7 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	b.stopDaemon(pool)
 	failed(phaseScale, b.scalePhase(ctx))
+	failed(phaseCache, b.cachePhase(ctx))
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", ctx.Err())
 	}
@@ -138,6 +139,7 @@ const (
 	phaseAcquire    = "acquire latency"
 	phaseThroughput = "throughput"
 	phaseScale      = "scale"
+	phaseCache      = "template cache"
 )
 
 // saveStats keeps a daemon's GET /v1/stats.
@@ -452,6 +454,11 @@ func (b *bench) resetPhase(ctx context.Context, d *daemon, disk, tmpfs *baseServ
 			return err
 		}
 	}
+	floors, err := newFloorVariants(ctx, d, mainTemplate)
+	if err != nil {
+		return err
+	}
+	vs = append(vs, floors...)
 	counts := func(v variant) (int, int) {
 		if strings.HasPrefix(v.name(), "migrate-fresh") {
 			return 0, b.plan.FreshPerBatch
@@ -875,4 +882,73 @@ func copyDir(src, dst string) error {
 		}
 		return out.Close()
 	})
+}
+
+// cachePhase: a template of plan.CacheMigrations migrations is built by a
+// daemon that saves it in a cache directory; then plan.CacheRestores
+// daemons, each on a state directory of its own and the same cache
+// directory (a CI cache restored between jobs), ensure the same template.
+func (b *bench) cachePhase(ctx context.Context) error {
+	cacheDir, err := os.MkdirTemp(b.tmp, "cache")
+	if err != nil {
+		return err
+	}
+	src := workload.History(b.plan.CacheMigrations)
+	files := make([]client.MigrationFile, len(src.Files))
+	for i, f := range src.Files {
+		files[i] = client.MigrationFile{Name: f.Name, Content: string(f.Content)}
+	}
+	for run := 0; run <= b.plan.CacheRestores; run++ {
+		c, err := b.cacheRun(ctx, run, cacheDir, files)
+		if err != nil {
+			return err
+		}
+		b.res.Cache = append(b.res.Cache, c)
+		b.progress("template cache: %d migrations, %s in %.0f ms (daemon total %.0f ms, migrate %.0f ms, restore %.0f ms)",
+			c.Migrations, c.Source, c.ClientMs, c.Build.TotalMs, c.Build.MigrateMs, c.Build.RestoreMs)
+	}
+	return nil
+}
+
+func (b *bench) cacheRun(ctx context.Context, run int, cacheDir string, files []client.MigrationFile) (CacheRun, error) {
+	c := CacheRun{Run: run, Migrations: len(files)}
+	d, err := b.startDaemon(ctx, "cache", "--warm", "1", "--max-instances", "1", "--cache-dir", cacheDir)
+	if err != nil {
+		return c, err
+	}
+	defer b.stopDaemon(d)
+	start := time.Now()
+	t, err := d.api.EnsureTemplate(ctx, client.EnsureTemplateRequest{Name: "history", Migrations: files, PoolSize: 1})
+	if err == nil && t.State != client.TemplateReady {
+		err = fmt.Errorf("template history is %s: %s", t.State, t.Error)
+	}
+	if err != nil {
+		return c, err
+	}
+	c.ClientMs, c.Source, c.Tables, c.Build = round3(ms(time.Since(start))), t.Source, int(t.Tables), t.Build
+	want := "cache"
+	if run == 0 {
+		want = "migrations"
+	}
+	if c.Source != want {
+		return c, fmt.Errorf("run %d: the template came from %q, want %q", run, c.Source, want)
+	}
+	if run > 0 {
+		return c, nil
+	}
+	// The daemon writes the cache entry after the template is ready.
+	entry := filepath.Join(cacheDir, t.Hash+".tdbimg")
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		if _, err := os.Stat(entry); err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			return c, fmt.Errorf("the daemon did not write %s within 2 minutes", entry)
+		}
+		select {
+		case <-ctx.Done():
+			return c, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -48,6 +48,13 @@ type Plan struct {
 	SuiteWorkers []int `json:"suite_workers"`
 	SuiteReps    int   `json:"suite_reps"`
 
+	// Cache: a template of CacheMigrations migration files is built by one
+	// daemon, which saves it in a cache directory; CacheRestores daemons,
+	// each with a state directory of its own and the same cache directory,
+	// then get it from the cache.
+	CacheMigrations int `json:"cache_migrations"`
+	CacheRestores   int `json:"cache_restores"`
+
 	// ResetPool is the pool of the daemon the reset latency and the suite
 	// run on: as many worker databases as the suite's parallel workers.
 	ResetPool int `json:"reset_pool"`
@@ -65,6 +72,7 @@ func fullPlan() Plan {
 		ThroughputWorkers: 8, ThroughputSeconds: 4, ThroughputReps: 3,
 		Restarts: 3, ColdReady: 8,
 		SuiteTests: 160, SuiteWorkers: []int{1, 8}, SuiteReps: 3,
+		CacheMigrations: 300, CacheRestores: 3,
 		ResetPool: 8, PoolSize: 40,
 	}
 }
@@ -79,6 +87,7 @@ func quickPlan() Plan {
 		ThroughputWorkers: 8, ThroughputSeconds: 1, ThroughputReps: 1,
 		Restarts: 1, ColdReady: 8,
 		SuiteTests: 16, SuiteWorkers: []int{1, 4}, SuiteReps: 1,
+		CacheMigrations: 30, CacheRestores: 1,
 		ResetPool: 8, PoolSize: 40,
 	}
 }

@@ -42,6 +42,9 @@ type Results struct {
 	Throughput []ThroughputRun `json:"throughput"`
 	// Suite are the synthetic suite's runs.
 	Suite []SuiteRun `json:"suite"`
+	// Cache are the template-cache runs: the build that filled the cache,
+	// then the restores from it by other daemons.
+	Cache []CacheRun `json:"cache"`
 	// Failures are the phases that failed, and why; the run went on.
 	Failures []Failure `json:"failures"`
 	// DaemonStats is GET /v1/stats of each daemon ("reset": the reset and
@@ -94,6 +97,18 @@ type TemplateBuild struct {
 
 // BuildTimings are the daemon's own build phases.
 type BuildTimings = client.BuildTimings
+
+// CacheRun is one POST /v1/templates of the migration history on a fresh
+// daemon: the first built it (Source "migrations"), the others found it in
+// the cache directory (Source "cache").
+type CacheRun struct {
+	Run        int          `json:"run"`
+	Source     string       `json:"source"`
+	Migrations int          `json:"migrations"`
+	Tables     int          `json:"tables"`
+	ClientMs   float64      `json:"client_ms"` // POST /v1/templates as the client saw it
+	Build      BuildTimings `json:"build"`
+}
 
 // ColdStart is one daemon start, timed from just before the process starts.
 type ColdStart struct {

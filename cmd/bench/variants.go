@@ -34,7 +34,8 @@ const (
 	vRollback     = "testdbd rollback"
 )
 
-var variantOrder = []string{vLaravelDisk, vLaravelTmpfs, vFreshDisk, vFreshTmpfs, vTruncate, vSnapshot, vRollback}
+var variantOrder = []string{vLaravelDisk, vLaravelTmpfs, vFreshDisk, vFreshTmpfs, vTruncate, vSnapshot, vRollback,
+	vFloorTruncate, vFloorSnapshot, vFloorRollback}
 
 // strategyName maps a testdbd variant to its API strategy.
 var strategyName = map[string]client.Strategy{

@@ -11,27 +11,15 @@ import (
 	"time"
 
 	"github.com/testdbd/testdbd/internal/testenv"
+	"github.com/testdbd/testdbd/internal/workload"
 )
 
-// manyMigrations writes n goose migrations to a new directory: tables,
-// indexes, rows, a view now and then, as a long-lived project's are.
+// manyMigrations writes workload.History(n) to a new directory.
 func manyMigrations(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
-	for i := 1; i <= n; i++ {
-		var b strings.Builder
-		b.WriteString("-- +goose Up\n")
-		switch i % 3 {
-		case 1:
-			fmt.Fprintf(&b, "CREATE TABLE t%d (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(40) NOT NULL, created DATETIME(6), KEY (name));\n", i)
-			fmt.Fprintf(&b, "INSERT INTO t%d (name, created) VALUES ('a%d', '2024-01-02 03:04:05.123456'), ('b%d', NULL);\n", i, i, i)
-		case 2:
-			fmt.Fprintf(&b, "ALTER TABLE t%d ADD COLUMN score DOUBLE DEFAULT %d.5, ADD COLUMN blob_ VARBINARY(16);\n", i-1, i)
-			fmt.Fprintf(&b, "UPDATE t%d SET blob_ = UNHEX('00ff10');\n", i-1)
-		default:
-			fmt.Fprintf(&b, "CREATE VIEW v%d AS SELECT id, name FROM t%d;\n", i, i-2)
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%05d_step.sql", i)), []byte(b.String()), 0o644); err != nil {
+	for _, f := range workload.History(n).Files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Content, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -127,3 +127,26 @@ func Test(ctx context.Context, db interface {
 	}
 	return nil
 }
+
+// History returns n goose migrations as a long-lived project accumulates
+// them: tables with indexes and rows, columns added to them later, a view
+// now and then. Files are named 00001_step.sql … in order.
+func History(n int) migrations.Source {
+	src := migrations.Source{Files: make([]migrations.File, 0, n)}
+	for i := 1; i <= n; i++ {
+		var b strings.Builder
+		b.WriteString("-- +goose Up\n")
+		switch i % 3 {
+		case 1:
+			fmt.Fprintf(&b, "CREATE TABLE t%d (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(40) NOT NULL, created DATETIME(6), KEY (name));\n", i)
+			fmt.Fprintf(&b, "INSERT INTO t%d (name, created) VALUES ('a%d', '2024-01-02 03:04:05.123456'), ('b%d', NULL);\n", i, i, i)
+		case 2:
+			fmt.Fprintf(&b, "ALTER TABLE t%d ADD COLUMN score DOUBLE DEFAULT %d.5, ADD COLUMN blob_ VARBINARY(16);\n", i-1, i)
+			fmt.Fprintf(&b, "UPDATE t%d SET blob_ = UNHEX('00ff10');\n", i-1)
+		default:
+			fmt.Fprintf(&b, "CREATE VIEW v%d AS SELECT id, name FROM t%d;\n", i, i-2)
+		}
+		src.Files = append(src.Files, migrations.File{Name: fmt.Sprintf("%05d_step.sql", i), Content: []byte(b.String())})
+	}
+	return src
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd/internal/workload"
+)
+
+// The raw floor of each strategy's work: what the server itself must do to
+// put back exactly the tables the standard test dirtied, issued by the
+// benchmark as one round trip, with no daemon in between. It runs on the
+// daemon's own server, against a copy of the template made by the
+// benchmark, so that the daemon's reset and its floor differ only in what
+// the daemon adds (ending sessions, detection, HTTP, bookkeeping).
+const (
+	vFloorTruncate = "floor truncate"
+	vFloorSnapshot = "floor snapshot"
+	vFloorRollback = "floor rollback"
+)
+
+// floorOf names each strategy variant's floor.
+var floorOf = map[string]string{vTruncate: vFloorTruncate, vSnapshot: vFloorSnapshot, vRollback: vFloorRollback}
+
+// floorDatabase is the benchmark's own copy of the template on the
+// daemon's server.
+const floorDatabase = "tdbbench_floor"
+
+// floorVariant runs the standard test on the floor database (inside a
+// transaction it rolls back, for rollback) and then the strategy's restore
+// of the dirty tables in one round trip:
+//
+//   - truncate: TRUNCATE, INSERT … SELECT from the template, ALTER TABLE …
+//     AUTO_INCREMENT back to the template's, per dirty table;
+//   - snapshot: the same with DELETE instead of TRUNCATE;
+//   - rollback: the ALTER TABLE … AUTO_INCREMENT of each dirty table only
+//     (InnoDB does not roll the counter back).
+type floorVariant struct {
+	label string
+	db    *sql.DB
+	sql   string // the one round trip
+}
+
+// newFloorVariants makes the floor database on the daemon's (one) server,
+// a copy of template's database made table by table with its foreign
+// keys, and the three floor variants on it.
+func newFloorVariants(ctx context.Context, d *daemon, template string) (_ []variant, err error) {
+	t, err := d.api.GetTemplate(ctx, template)
+	if err != nil {
+		return nil, err
+	}
+	insts, err := d.api.ListInstances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var datadir string
+	for _, in := range insts {
+		if in.ID == t.InstanceID {
+			datadir = in.Datadir
+		}
+	}
+	if datadir == "" {
+		return nil, fmt.Errorf("the instance %s of template %s is not listed", t.InstanceID, template)
+	}
+	// The native provider's server: root logs in on its Unix socket, which
+	// lies beside the datadir.
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr, cfg.DBName = "root", "unix", filepath.Join(filepath.Dir(datadir), "mysqld.sock"), ""
+	cfg.MultiStatements, cfg.InterpolateParams = true, true
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	admin := sql.OpenDB(connector)
+	defer admin.Close()
+	if err := copyDatabase(ctx, admin, t.Database, floorDatabase); err != nil {
+		return nil, fmt.Errorf("copy of the template for the floor: %w", err)
+	}
+	autoInc := map[string]int64{}
+	rows, err := admin.QueryContext(ctx, "SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", t.Database)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var name string
+		var ai sql.NullInt64
+		if err := rows.Scan(&name, &ai); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		autoInc[name] = max(ai.Int64, 1)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	restore := func(clear string, copyRows bool) string {
+		var b strings.Builder
+		b.WriteString("SET FOREIGN_KEY_CHECKS = 0")
+		for _, tbl := range workload.Dirty {
+			if clear != "" {
+				fmt.Fprintf(&b, "; %s `%s`", clear, tbl)
+			}
+			if copyRows {
+				fmt.Fprintf(&b, "; INSERT INTO `%s` SELECT * FROM `%s`.`%s`", tbl, t.Database, tbl)
+			}
+			fmt.Fprintf(&b, "; ALTER TABLE `%s` AUTO_INCREMENT = %d", tbl, autoInc[tbl])
+		}
+		b.WriteString("; SET FOREIGN_KEY_CHECKS = 1")
+		return b.String()
+	}
+	cfg.DBName = floorDatabase
+	if connector, err = mysql.NewConnector(cfg); err != nil {
+		return nil, err
+	}
+	var vs []variant
+	for _, v := range []struct {
+		label, reset string
+	}{
+		{vFloorTruncate, restore("TRUNCATE TABLE", true)},
+		{vFloorSnapshot, restore("DELETE FROM", true)},
+		{vFloorRollback, restore("", false)},
+	} {
+		db := sql.OpenDB(connector)
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		vs = append(vs, &floorVariant{label: v.label, db: db, sql: v.reset})
+	}
+	return vs, nil
+}
+
+// copyDatabase makes dst a copy of src's tables: their definitions (with
+// foreign keys, under FOREIGN_KEY_CHECKS = 0), rows and AUTO_INCREMENT.
+func copyDatabase(ctx context.Context, db *sql.DB, src, dst string) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS `%s`; CREATE DATABASE `%s`; USE `%s`; SET FOREIGN_KEY_CHECKS = 0", dst, dst, dst)); err != nil {
+		return err
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME", src)
+	if err != nil {
+		return err
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		tables = append(tables, n)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, tbl := range tables {
+		var name, create string
+		if err := conn.QueryRowContext(ctx, fmt.Sprintf("SHOW CREATE TABLE `%s`.`%s`", src, tbl)).Scan(&name, &create); err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, create); err != nil {
+			return fmt.Errorf("%s: %w", tbl, err)
+		}
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("INSERT INTO `%s` SELECT * FROM `%s`.`%s`", tbl, src, tbl)); err != nil {
+			return fmt.Errorf("%s: %w", tbl, err)
+		}
+	}
+	_, err = conn.ExecContext(ctx, "SET FOREIGN_KEY_CHECKS = 1")
+	return err
+}
+
+func (v *floorVariant) name() string { return v.label }
+
+func (v *floorVariant) test(ctx context.Context) error {
+	return runTest(ctx, v.db, v.label == vFloorRollback)
+}
+
+func (v *floorVariant) reset(ctx context.Context) (ResetSample, error) {
+	start := time.Now()
+	_, err := v.db.ExecContext(ctx, v.sql)
+	return ResetSample{ClientMs: ms(time.Since(start)), Tables: len(workload.Dirty)}, err
+}
+
+func (v *floorVariant) close() { v.db.Close() }
+
+// floorRatio is a strategy variant's reset p50 over its floor's, from
+// the same run.
+func floorRatio(r *Results, v string) (ratio, p50, floor float64) {
+	s, f := resetSummary(r.Resets, v), resetSummary(r.Resets, floorOf[v])
+	return s.P50 / f.P50, s.P50, f.P50
+}
