@@ -48,7 +48,7 @@ func TestPropertyResetEqualsTemplate(t *testing.T) {
 	t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per strategy", seed, seed, *propertyN)
 	for _, p := range testenv.Providers() {
 		t.Run(p.Name, func(t *testing.T) { propertyRun(t, p, seed, false) })
-		if p.Name == "native" {
+		if p.Kind == "native" {
 			// Schema changes detected from the server's statement counters,
 			// as where the datadir cannot be watched.
 			t.Run(p.Name+"-counters", func(t *testing.T) { propertyRun(t, p, seed, true) })

@@ -101,8 +101,9 @@ type TestDBServiceClient interface {
 	// the reset report.
 	ResetLease(ctx context.Context, in *ResetLeaseRequest, opts ...grpc.CallOption) (*ResetLeaseResponse, error)
 	// ReleaseLease gives a lease back. The lease ends at once; in the
-	// background its user is dropped and its sessions ended, then its database
-	// is reset and returned to the pool.
+	// background its user is locked and its sessions ended, then its database
+	// is reset and returned to the pool (the next lease gets the user with a
+	// new password).
 	ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error)
 	// ListInstances lists the server instances, with the settings read back
 	// from each running server.
@@ -360,8 +361,9 @@ type TestDBServiceServer interface {
 	// the reset report.
 	ResetLease(context.Context, *ResetLeaseRequest) (*ResetLeaseResponse, error)
 	// ReleaseLease gives a lease back. The lease ends at once; in the
-	// background its user is dropped and its sessions ended, then its database
-	// is reset and returned to the pool.
+	// background its user is locked and its sessions ended, then its database
+	// is reset and returned to the pool (the next lease gets the user with a
+	// new password).
 	ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error)
 	// ListInstances lists the server instances, with the settings read back
 	// from each running server.
