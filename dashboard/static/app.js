@@ -820,7 +820,7 @@
     const l = lastLeases.find((x) => x.id === id) || { id };
     const yes = await confirmAction(`Release lease ${id}?`, [
       `Worker ${l.worker || '(none)'} loses database ${l.database || ''} of template ${l.template || ''} at once: ` +
-      'its MySQL user is dropped and its sessions ended, then the database is reset and goes back to the pool.',
+      'its MySQL user is locked and its sessions ended, then the database is reset and goes back to the pool (the next lease gets the user with a new password).',
     ], 'Release lease');
     if (!yes) return;
     btn.disabled = true;
