@@ -151,7 +151,8 @@ func (w *randomWorkload) exec(ctx context.Context, db interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, who, q string) {
 	w.statements++
-	for _, tbl := range []string{"users", "posts", "comments", "audit_log", "post_counts", "tags", "post_tags", "categories"} {
+	for _, tbl := range []string{"users", "posts", "comments", "audit_log", "post_counts", "tags", "post_tags", "categories",
+		"articles", "places", "kinds", "kind_log", "teams", "players", "event_log"} {
 		if strings.Contains(q, " "+tbl+" ") || strings.Contains(q, " "+tbl+"(") || strings.HasSuffix(q, " "+tbl) {
 			w.direct[tbl] = true
 		}
@@ -171,7 +172,7 @@ func (w *randomWorkload) n(k int) int { return w.rng.IntN(k) }
 func (w *randomWorkload) statement() string {
 	id := func() int { return 1 + w.n(12) }
 	word := func() string { return fmt.Sprintf("w%d", w.n(1000)) }
-	switch w.n(17) {
+	switch w.n(29) {
 	case 0:
 		return fmt.Sprintf("INSERT INTO users (email, name) VALUES ('%s@x', '%s')", word(), word())
 	case 1:
@@ -204,6 +205,39 @@ func (w *randomWorkload) statement() string {
 		return fmt.Sprintf("INSERT INTO post_counts (user_id, posts) VALUES (%d, 1) ON DUPLICATE KEY UPDATE posts = posts + 1", id())
 	case 15:
 		return "DELETE FROM audit_log WHERE id % 2 = 0"
+	case 17:
+		return fmt.Sprintf("INSERT INTO articles (title, body) VALUES ('%s', 'a database %s with %s')", word(),
+			[]string{"reset", "template", "server"}[w.n(3)], word())
+	case 18:
+		return fmt.Sprintf("DELETE FROM articles WHERE id = %d", 1+w.n(7))
+	case 19:
+		return fmt.Sprintf("UPDATE articles SET body = CONCAT(body, ' tests %s') WHERE id = %d", word(), 1+w.n(7))
+	case 20:
+		return fmt.Sprintf("INSERT INTO places (name, pos) VALUES ('%s', ST_GeomFromText('POINT(%d %d)'))", word(), w.n(20), w.n(20))
+	case 21:
+		return fmt.Sprintf("DELETE FROM places WHERE MBRContains(ST_GeomFromText('POLYGON((-1 -1, -1 %d, %d %d, %d -1, -1 -1))'), pos)",
+			1+w.n(12), 1+w.n(12), 1+w.n(12), 1+w.n(12))
+	case 22:
+		// The trigger writes NOW(6) to kind_log.
+		return fmt.Sprintf("UPDATE kinds SET mood = '%s', flags = '%s', born = %d WHERE id = %d",
+			[]string{"happy", "sad", "meh"}[w.n(3)], []string{"", "a", "b,c", "a,b,c"}[w.n(4)], 1990+w.n(40), 1+w.n(4))
+	case 23:
+		return fmt.Sprintf("INSERT INTO kinds (mood, flags, born) VALUES ('%s', 'c', %d)", []string{"happy", "sad", "bogus"}[w.n(3)], 2000+w.n(20))
+	case 24:
+		// The foreign-key cycle: deleting a player or a team sets the
+		// other side's reference to NULL.
+		return fmt.Sprintf("DELETE FROM players WHERE id = %d", 1+w.n(4))
+	case 25:
+		return fmt.Sprintf("DELETE FROM teams WHERE id = %d", 1+w.n(3))
+	case 26:
+		return fmt.Sprintf("INSERT INTO players (team_id, name) VALUES (%d, '%s')", 1+w.n(3), word())
+	case 27:
+		return fmt.Sprintf("INSERT INTO event_log (kind, payload) VALUES (%d, '%s')", w.n(7), word())
+	case 28:
+		if w.n(2) == 0 {
+			return fmt.Sprintf("UPDATE event_log SET payload = '%s' WHERE id = %d", word(), 1+w.n(16384))
+		}
+		return fmt.Sprintf("DELETE FROM event_log WHERE id = %d", 1+w.n(16384))
 	default:
 		return fmt.Sprintf("UPDATE categories SET name = 'r' WHERE parent_id = %d", 1+w.n(4))
 	}
@@ -227,6 +261,8 @@ func (w *randomWorkload) ddl() string {
 		"CREATE INDEX by_name ON users (name)",
 		"DROP EVENT purge_audit",
 		"CREATE TEMPORARY TABLE tmp_work (id INT)",
+		"OPTIMIZE TABLE articles",
+		"ALTER TABLE event_log ADD INDEX by_payload (payload)",
 	}
 	return stmts[w.n(len(stmts))]
 }
@@ -258,6 +294,23 @@ func (w *randomWorkload) run(t testing.TB) {
 			w.exec(ctx, conn, "A", w.statement())
 			w.exec(ctx, conn, "A", w.statement())
 			w.exec(ctx, conn, "A", []string{"ROLLBACK", "COMMIT"}[w.n(2)])
+		case r < 23 && !cooperative:
+			// An XA transaction, carried to its end: one phase, or
+			// prepared and then committed or rolled back.
+			xid := fmt.Sprintf("'x%d'", w.n(1_000_000))
+			w.exec(ctx, conn, "A", "XA START "+xid)
+			w.exec(ctx, conn, "A", w.statement())
+			w.exec(ctx, conn, "A", "XA END "+xid)
+			switch w.n(3) {
+			case 0:
+				w.exec(ctx, conn, "A", "XA COMMIT "+xid+" ONE PHASE")
+			case 1:
+				w.exec(ctx, conn, "A", "XA PREPARE "+xid)
+				w.exec(ctx, conn, "A", "XA COMMIT "+xid)
+			default:
+				w.exec(ctx, conn, "A", "XA PREPARE "+xid)
+				w.exec(ctx, conn, "A", "XA ROLLBACK "+xid)
+			}
 		default:
 			w.exec(ctx, conn, "A", w.statement())
 		}

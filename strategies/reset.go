@@ -400,6 +400,26 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 			restats[tbl.Name] = true
 		}
 	}
+	// ALTER TABLE … AUTO_INCREMENT makes InnoDB recompute the table's
+	// statistics from its pages, which in a copy of a table that holds
+	// rows are laid out unlike the template's: they go back too. (An empty
+	// table's recomputed statistics are the template's.)
+	rewinds := func(tbl *schema.Table) bool {
+		if truncate(tbl) {
+			return tbl.AutoIncrement != 0 && tbl.AutoIncrement != tbl.NaturalAutoIncrement
+		}
+		return tbl.AutoIncrement != 0 && autoIncDiffers(obs.tables[tbl.Name], tbl)
+	}
+	for _, tbl := range restore {
+		if rewinds(tbl) && tbl.Rows > 0 {
+			restats[tbl.Name] = true
+		}
+	}
+	for _, tbl := range rewind {
+		if tbl.Rows > 0 {
+			restats[tbl.Name] = true
+		}
+	}
 	// Triggers are dropped around the copy, so that they do not fire, and
 	// around the renames that load statistics, which would rewrite them.
 	triggered := map[string]bool{}
@@ -423,11 +443,10 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	}
 	for _, tbl := range restore {
 		name := db + "." + schema.Quote(tbl.Name)
-		ai := tbl.AutoIncrement != 0 && autoIncDiffers(obs.tables[tbl.Name], tbl)
+		ai := rewinds(tbl)
 		if truncate(tbl) {
 			fmt.Fprintf(&b, "TRUNCATE TABLE %s;\n", name)
 			ddl++
-			ai = tbl.AutoIncrement != 0 && tbl.AutoIncrement != tbl.NaturalAutoIncrement
 		} else {
 			fmt.Fprintf(&b, "DELETE FROM %s;\n", name)
 		}

@@ -85,6 +85,87 @@ DROP TABLE post_tags;
 DROP TABLE tags;
 `
 
+// fidelityMigration adds what real schemas have and the others lack: a
+// FULLTEXT index (with a deleted document in the template's index), a
+// SPATIAL index, ENUM, SET and YEAR columns, a trigger that writes NOW(6),
+// a foreign-key cycle, and a table of 16,384 rows.
+const fidelityMigration = `-- +goose Up
+CREATE TABLE articles (
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  title VARCHAR(200) NOT NULL,
+  body TEXT NOT NULL,
+  FULLTEXT KEY ft_articles (title, body)
+) ENGINE=InnoDB;
+INSERT INTO articles (title, body) VALUES
+  ('Resetting databases', 'A database reset puts every table back as the template has it'),
+  ('Server tuning', 'Tuning a database server for tests: tmpfs, no fsync, small buffers'),
+  ('Removed', 'This article about templates is deleted by the migration'),
+  ('Templates', 'A template is built once from migrations and cloned for every worker'),
+  ('Parallel tests', 'Parallel tests need one database each, and a reset between tests'),
+  ('Search', 'Relevance ranking depends on how many documents hold each word');
+DELETE FROM articles WHERE id = 3;
+CREATE TABLE places (
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(50) NOT NULL,
+  pos POINT NOT NULL,
+  SPATIAL KEY sp_pos (pos)
+) ENGINE=InnoDB;
+INSERT INTO places (name, pos) VALUES ('origin', ST_GeomFromText('POINT(0 0)')), ('north', ST_GeomFromText('POINT(0 10)')),
+  ('east', ST_GeomFromText('POINT(10 0)'));
+CREATE TABLE kinds (
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  mood ENUM('happy', 'sad', 'meh') NOT NULL DEFAULT 'meh',
+  flags SET('a', 'b', 'c') NOT NULL DEFAULT '',
+  born YEAR NULL
+) ENGINE=InnoDB;
+INSERT INTO kinds (mood, flags, born) VALUES ('happy', 'a,c', 1999), ('sad', '', 2024), ('meh', 'b', NULL);
+CREATE TABLE kind_log (
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  kind_id INT NOT NULL,
+  at DATETIME(6) NOT NULL
+) ENGINE=InnoDB;
+CREATE TRIGGER kinds_touch AFTER UPDATE ON kinds FOR EACH ROW INSERT INTO kind_log (kind_id, at) VALUES (NEW.id, NOW(6));
+CREATE TABLE teams (
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(30) NOT NULL,
+  captain_id INT NULL
+) ENGINE=InnoDB;
+CREATE TABLE players (
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  team_id INT NULL,
+  name VARCHAR(30) NOT NULL,
+  CONSTRAINT pl_team FOREIGN KEY (team_id) REFERENCES teams (id) ON DELETE SET NULL
+) ENGINE=InnoDB;
+ALTER TABLE teams ADD CONSTRAINT team_captain FOREIGN KEY (captain_id) REFERENCES players (id) ON DELETE SET NULL;
+INSERT INTO teams (id, name) VALUES (1, 'red'), (2, 'blue');
+INSERT INTO players (id, team_id, name) VALUES (1, 1, 'ann'), (2, 1, 'bob'), (3, 2, 'cy');
+UPDATE teams SET captain_id = id * 2 - 1;
+CREATE TABLE event_log (
+  id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  kind TINYINT NOT NULL,
+  payload VARCHAR(40) NOT NULL,
+  KEY by_kind (kind)
+) ENGINE=InnoDB;
+INSERT INTO event_log (kind, payload)
+SELECT n % 7, CONCAT('p', n) FROM (
+  SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 1 AS n
+  FROM (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a,
+       (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b,
+       (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c,
+       (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) e,
+       (SELECT 0 d UNION ALL SELECT 1) f
+) seq WHERE n <= 16384 ORDER BY n;
+-- +goose Down
+DROP TABLE event_log;
+ALTER TABLE teams DROP FOREIGN KEY team_captain;
+DROP TABLE players;
+DROP TABLE teams;
+DROP TABLE kind_log;
+DROP TABLE kinds;
+DROP TABLE places;
+DROP TABLE articles;
+`
+
 func newFixture(t testing.TB, p testenv.Provider) *fixture {
 	t.Helper()
 	srv := testenv.ServerOf(t, p)
@@ -92,7 +173,8 @@ func newFixture(t testing.TB, p testenv.Provider) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, migrations.File{Name: "00004_extra.sql", Content: []byte(extraMigration)})
+	files = append(files, migrations.File{Name: "00004_extra.sql", Content: []byte(extraMigration)},
+		migrations.File{Name: "00005_fidelity.sql", Content: []byte(fidelityMigration)})
 	ctx := context.Background()
 	f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}}
 	// Built as testdbd builds templates: as the template database's owner,

@@ -29,6 +29,13 @@ type Snapshot struct {
 	// innodb_index_stats hold). (The figures InnoDB has loaded drift with
 	// every row written, as they do on any server: not compared.)
 	Stats map[string]string
+	// Relevance maps "table.index term" to what a natural-language
+	// MATCH … AGAINST of the term over that FULLTEXT index returns: every
+	// matching row's first column and relevance, in order. The relevance of
+	// a word depends on how many documents the index holds, deleted ones
+	// included, so a restore that leaves the index unlike the template's
+	// shows here even when the rows are equal.
+	Relevance map[string]string
 	// Definers maps views, triggers, routines and events to their definer,
 	// taken out of Objects: each database has an owner of its own, so two
 	// databases compare equal when one's definers map to the other's
@@ -53,7 +60,8 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 	}
 	_, _ = conn.ExecContext(ctx, "SET SESSION information_schema_stats_expiry = 0")
 	s := &Snapshot{Database: name, Objects: map[string]string{}, Checksums: map[string]int64{},
-		Rows: map[string]int64{}, AutoIncrement: map[string]int64{}, Definers: map[string]string{}, Stats: map[string]string{}}
+		Rows: map[string]int64{}, AutoIncrement: map[string]int64{}, Definers: map[string]string{}, Stats: map[string]string{},
+		Relevance: map[string]string{}}
 	norm := func(def string) string {
 		def = strings.ReplaceAll(def, quote(name)+".", "")
 		return autoIncClause.ReplaceAllString(def, "")
@@ -154,7 +162,55 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 	if err := s.takeStats(ctx, conn, name); err != nil {
 		return nil, fmt.Errorf("statistics: %w", err)
 	}
+	if err := s.takeRelevance(ctx, conn, name); err != nil {
+		return nil, fmt.Errorf("relevance: %w", err)
+	}
 	return s, nil
+}
+
+// RelevanceTerms are the words every FULLTEXT index is searched for.
+var RelevanceTerms = []string{"database", "template", "reset", "tests", "server", "word"}
+
+// takeRelevance searches every FULLTEXT index of database name for
+// RelevanceTerms.
+func (s *Snapshot) takeRelevance(ctx context.Context, conn *sql.Conn, name string) error {
+	type index struct{ table, name, cols, first string }
+	var idx []index
+	err := schema.EachRow(ctx, conn, `SELECT st.TABLE_NAME, st.INDEX_NAME,
+			GROUP_CONCAT(CONCAT('`+"`"+`', REPLACE(st.COLUMN_NAME, '`+"`"+`', '`+"``"+`'), '`+"`"+`') ORDER BY st.SEQ_IN_INDEX),
+			(SELECT c.COLUMN_NAME FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = st.TABLE_SCHEMA AND c.TABLE_NAME = st.TABLE_NAME AND c.ORDINAL_POSITION = 1)
+		FROM information_schema.STATISTICS st WHERE st.TABLE_SCHEMA = ? AND st.INDEX_TYPE = 'FULLTEXT'
+		GROUP BY st.TABLE_SCHEMA, st.TABLE_NAME, st.INDEX_NAME`, []any{name}, func(rows *sql.Rows) error {
+		var i index
+		if err := rows.Scan(&i.table, &i.name, &i.cols, &i.first); err != nil {
+			return err
+		}
+		idx = append(idx, i)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, i := range idx {
+		for _, term := range RelevanceTerms {
+			var hits []string
+			match := "MATCH (" + i.cols + ") AGAINST (? IN NATURAL LANGUAGE MODE)"
+			err := schema.EachRow(ctx, conn, "SELECT CONCAT("+quote(i.first)+", '=', ROUND("+match+", 6)) FROM "+quote(i.table)+
+				" WHERE "+match+" ORDER BY "+match+" DESC, "+quote(i.first), []any{term, term, term}, func(rows *sql.Rows) error {
+				var h string
+				if err := rows.Scan(&h); err != nil {
+					return err
+				}
+				hits = append(hits, h)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			s.Relevance[i.table+"."+i.name+" "+term] = strings.Join(hits, " ")
+		}
+	}
+	return nil
 }
 
 // takeStats reads the optimizer statistics of database name.
@@ -243,6 +299,16 @@ func Diff(want, got *Snapshot) []string {
 	for k, g := range got.Stats {
 		if _, ok := want.Stats[k]; !ok {
 			d = append(d, fmt.Sprintf("statistics %s: extra %q", k, g))
+		}
+	}
+	for k, w := range want.Relevance {
+		if g, ok := got.Relevance[k]; !ok || g != w {
+			d = append(d, fmt.Sprintf("relevance of %s: want %q, got %q (present=%v)", k, w, g, ok))
+		}
+	}
+	for k, g := range got.Relevance {
+		if _, ok := want.Relevance[k]; !ok {
+			d = append(d, fmt.Sprintf("relevance of %s: extra %q", k, g))
 		}
 	}
 	cmp("rows", want.Rows, got.Rows)
