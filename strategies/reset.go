@@ -375,6 +375,10 @@ func (rs *resetter) rollback(ctx context.Context, candidates []*schema.Table, ob
 	return rs.restoreAndRewind(ctx, committed, rewind, obs, testdbd.StrategySnapshot)
 }
 
+// BigTableRows is the template row count from which a table is restored
+// by TRUNCATE whatever the strategy (see restoreAndRewind).
+const BigTableRows = 1000
+
 // restoreAndRewind restores tables (truncate: TRUNCATE + copy; snapshot:
 // DELETE + copy) and sets AUTO_INCREMENT where it is not the template's,
 // with the restored tables' triggers dropped around the copy so that they
@@ -390,7 +394,14 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	// empties them). TRUNCATE also gives a FULLTEXT index back its template
 	// state (a DELETE leaves the deleted rows' words in it, which changes
 	// relevance).
-	truncate := func(tbl *schema.Table) bool { return how == testdbd.StrategyTruncate || tbl.Fulltext }
+	//
+	// Big tables are restored by TRUNCATE too: a DELETE leaves their old
+	// rows delete-marked in every index until InnoDB purges them, and the
+	// optimizer's row estimates count those, so the same query would be
+	// planned unlike on the template for a while after the reset.
+	truncate := func(tbl *schema.Table) bool {
+		return how == testdbd.StrategyTruncate || tbl.Fulltext || tbl.Rows >= BigTableRows
+	}
 	restats := map[string]bool{}
 	for name := range obs.statsTouched {
 		restats[name] = true

@@ -1,0 +1,179 @@
+package strategies_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/internal/dbcompare"
+	"github.com/testdbd/testdbd/internal/testenv"
+)
+
+// relevance returns what a search of the articles' FULLTEXT index gives in
+// database name: each matching row's id and relevance, in order.
+func relevance(t *testing.T, db *sql.DB, name, term string) string {
+	t.Helper()
+	rows, err := db.Query(fmt.Sprintf("SELECT id, ROUND(MATCH (title, body) AGAINST (?), 6) AS r FROM `%s`.articles "+
+		"WHERE MATCH (title, body) AGAINST (?) ORDER BY r DESC, id", name), term, term)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id int
+		var r string
+		if err := rows.Scan(&id, &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%d=%s", id, r))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, " ")
+}
+
+// TestFulltextReset: a test that adds, changes and removes documents of a
+// table with a FULLTEXT index. After the reset a search ranks the same rows
+// with the same relevance as on the template (a DELETE-based restore would
+// leave the removed documents counted in the index), and the reset found
+// its work on the fast path: InnoDB's hidden FULLTEXT tables are the
+// table's, not tables of their own that appeared or changed.
+func TestFulltextReset(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			f := newFixture(t, p)
+			for _, s := range testdbd.Strategies {
+				t.Run(s.String(), func(t *testing.T) {
+					f.t = t
+					tg, db := f.worker("w_ft_"+s.String(), s)
+					want := map[string]string{}
+					for _, term := range dbcompare.RelevanceTerms {
+						want[term] = relevance(t, f.srv.DB, "tpl", term)
+						if got := relevance(t, f.srv.DB, tg.Database, term); got != want[term] {
+							t.Fatalf("a fresh clone ranks %q as %s, the template as %s", term, got, want[term])
+						}
+					}
+					if want["database"] == "" {
+						t.Fatal("the template's articles match nothing: the test would prove nothing")
+					}
+					for i := 0; i < 2; i++ { // the second round starts from a reset database
+						mustExec(t, db, "INSERT INTO articles (title, body) VALUES ('New', 'another database reset with more tests and words')")
+						mustExec(t, db, "UPDATE articles SET body = 'the server template' WHERE id = 2")
+						mustExec(t, db, "DELETE FROM articles WHERE id IN (1, 5)")
+						if got := relevance(t, db, tg.Database, "database"); got == want["database"] {
+							t.Fatalf("the test's writes did not change the ranking (%s): the test would prove nothing", got)
+						}
+						rep := f.reset(tg)
+						// (A rollback lease's committed writes are restored
+						// by snapshot, which the report says; that is not a
+						// full check.)
+						if strings.Contains(rep.FallbackReason, "checked every table") || len(rep.SchemaChanges) > 0 {
+							t.Errorf("round %d: the reset left the fast path: %+v", i, rep)
+						}
+						if !containsTable(rep.TablesReset, "articles") {
+							t.Errorf("round %d: articles not reset: %v", i, rep.TablesReset)
+						}
+						for _, term := range dbcompare.RelevanceTerms {
+							if got := relevance(t, f.srv.DB, tg.Database, term); got != want[term] {
+								t.Errorf("round %d: after the reset %q ranks %s, the template %s", i, term, got, want[term])
+							}
+						}
+						if d := f.diff(tg.Database); len(d) > 0 {
+							t.Errorf("round %d: %s", i, strings.Join(d, "\n"))
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func containsTable(tables []string, name string) bool {
+	for _, t := range tables {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}
+
+// explain returns EXPLAIN of query in database name: the plan and the
+// optimizer's row estimates, which come from the table's statistics.
+func explain(t *testing.T, db *sql.DB, name, query string) string {
+	t.Helper()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "USE `"+name+"`"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.QueryContext(context.Background(), "EXPLAIN "+query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		var row []string
+		for i, c := range cols {
+			row = append(row, c+"="+vals[i].String)
+		}
+		out = append(out, strings.Join(row, " "))
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestStatisticsFollowTemplate: the optimizer's statistics of a lease are
+// the template's. A fresh clone plans a query as the template does; a test
+// that skews a big table's statistics (many rows of one kind, then ANALYZE
+// TABLE) changes the plan's estimates, and the reset puts them back, for
+// every strategy. The persistent statistics compare equal too.
+func TestStatisticsFollowTemplate(t *testing.T) {
+	const query = "SELECT id FROM event_log WHERE kind = 3 AND payload LIKE 'p1%'"
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			f := newFixture(t, p)
+			want := explain(t, f.srv.DB, "tpl", query)
+			for _, s := range testdbd.Strategies {
+				t.Run(s.String(), func(t *testing.T) {
+					f.t = t
+					tg, db := f.worker("w_stats_"+s.String(), s)
+					if got := explain(t, f.srv.DB, tg.Database, query); got != want {
+						t.Fatalf("a fresh clone plans\n%s\nthe template\n%s", got, want)
+					}
+					mustExec(t, db, "INSERT INTO event_log (kind, payload) SELECT 3, CONCAT('q', id) FROM event_log")
+					mustExec(t, db, "ANALYZE TABLE event_log")
+					if got := explain(t, f.srv.DB, tg.Database, query); got == want {
+						t.Fatalf("the skewed statistics plan as the template's (%s): the test would prove nothing", got)
+					}
+					f.reset(tg)
+					if got := explain(t, f.srv.DB, tg.Database, query); got != want {
+						t.Errorf("after the reset the lease plans\n%s\nthe template\n%s", got, want)
+					}
+					if d := f.diff(tg.Database); len(d) > 0 {
+						t.Errorf("after the reset: %s", strings.Join(d, "\n"))
+					}
+				})
+			}
+		})
+	}
+}
