@@ -5,7 +5,8 @@
 #   examples  php-cli, php-mysql, python3-pymysql and mariadb-dump for the examples
 #   clients   what the tests of clients/python and clients/php use: python3-venv,
 #             setuptools and wheel (an offline pip install), pytest, pytest-xdist,
-#             Django, dj-database-url, pytest-django; phpunit and composer
+#             Django, dj-database-url, pytest-django, cryptography (PyMySQL logging
+#             in to MySQL); phpunit and composer
 #   browser   chromium, which the dashboard's test drives headless
 set -euo pipefail
 
@@ -38,7 +39,8 @@ for group in "$@"; do
       [ -x /usr/bin/python3 ] && py=/usr/bin/python3 # Debian's: python3-* packages install into it
       for m in ensurepip:python3-venv setuptools:python3-setuptools wheel:python3-wheel pymysql:python3-pymysql \
         pytest:python3-pytest xdist:python3-pytest-xdist django:python3-django \
-        dj_database_url:python3-dj-database-url pytest_django:python3-pytest-django; do
+        dj_database_url:python3-dj-database-url pytest_django:python3-pytest-django \
+        cryptography:python3-cryptography; do
         if ! "$py" -c "import ${m%%:*}" >/dev/null 2>&1; then missing+=("${m#*:}"); fi
       done
       if ! command -v php >/dev/null 2>&1; then

@@ -180,10 +180,12 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 		return rs.fullCheck(ctx, why)
 	}
 	changed, unsure := rs.candidates(obs)
+	forced := rs.alwaysRestored()
+	changed, unsure = without(changed, forced), without(unsure, forced)
 	if t.Strategy == testdbd.StrategyRollback {
-		return rs.rollback(ctx, append(changed, unsure...), obs)
+		return rs.rollback(ctx, append(changed, unsure...), forced, obs)
 	}
-	restore := changed
+	restore := append(changed, forced...)
 	if len(unsure) > 0 {
 		phase := time.Now()
 		differ, err := rs.differing(ctx, unsure, obs)
@@ -286,6 +288,42 @@ func (rs *resetter) candidates(obs *observation) (changed, unsure []*schema.Tabl
 	return changed, unsure
 }
 
+// alwaysRestored returns the tables restored at every reset, whatever
+// detection read: on MySQL, the tables with a FULLTEXT index, whose index
+// changes with writes that leave no other trace (a DELETE rolled back
+// changes the relevance of every document, with the rows, UPDATE_TIME and
+// AUTO_INCREMENT as they were). MariaDB's counters see those writes.
+func (rs *resetter) alwaysRestored() []*schema.Table {
+	if rs.t.Flavor != testdbd.MySQL {
+		return nil
+	}
+	var out []*schema.Table
+	for _, tbl := range rs.t.Schema.Tables {
+		if tbl.Fulltext {
+			out = append(out, tbl)
+		}
+	}
+	return out
+}
+
+// without returns tables less those in drop.
+func without(tables, drop []*schema.Table) []*schema.Table {
+	if len(drop) == 0 {
+		return tables
+	}
+	var out []*schema.Table
+	for _, t := range tables {
+		keep := true
+		for _, d := range drop {
+			keep = keep && d != t
+		}
+		if keep {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // autoIncDiffers reports whether a table's next AUTO_INCREMENT value as
 // detection read it is not the template's. MySQL shows none (0) for a table
 // no row was ever written to, whose next value is 1, the template's.
@@ -343,10 +381,10 @@ func (rs *resetter) baselineAfter(restored []*schema.Table) *Baseline {
 // rolls back). Check with CHECKSUM TABLE that nothing was committed to the
 // candidate tables, restore the ones that differ, and rewind the
 // AUTO_INCREMENT counters that moved.
-func (rs *resetter) rollback(ctx context.Context, candidates []*schema.Table, obs *observation) (*Baseline, error) {
+func (rs *resetter) rollback(ctx context.Context, candidates, forced []*schema.Table, obs *observation) (*Baseline, error) {
 	if len(candidates) == 0 {
-		if len(obs.statsTouched) > 0 {
-			return rs.restoreAndRewind(ctx, nil, nil, obs, testdbd.StrategySnapshot)
+		if len(obs.statsTouched) > 0 || len(forced) > 0 {
+			return rs.restoreAndRewind(ctx, forced, nil, obs, testdbd.StrategySnapshot)
 		}
 		return rs.baselineAfter(nil), nil
 	}
@@ -369,10 +407,10 @@ func (rs *resetter) rollback(ctx context.Context, candidates []*schema.Table, ob
 		rs.r.FallbackReason = "writes were committed to " + tableNames(committed) +
 			" (an explicit COMMIT, an implicit commit by DDL, or a second connection); restored them from the template"
 	}
-	if len(committed)+len(rewind) == 0 && len(obs.statsTouched) == 0 {
+	if len(committed)+len(rewind)+len(forced) == 0 && len(obs.statsTouched) == 0 {
 		return rs.baselineAfter(nil), nil
 	}
-	return rs.restoreAndRewind(ctx, committed, rewind, obs, testdbd.StrategySnapshot)
+	return rs.restoreAndRewind(ctx, append(committed, forced...), rewind, obs, testdbd.StrategySnapshot)
 }
 
 // BigTableRows is the template row count from which a table is restored

@@ -278,7 +278,13 @@ func TestNothingToDo(t *testing.T) {
 			for _, s := range testdbd.Strategies {
 				tg, _ := f.worker("w_clean_"+s.String(), s)
 				rep := f.reset(tg)
-				if len(rep.TablesReset) != 0 || rep.FallbackReason != "" || rep.Strategy != s {
+				// MySQL: tables with a FULLTEXT index are restored at every
+				// reset (see strategies' alwaysRestored).
+				var always []string
+				if f.srv.Flavor == testdbd.MySQL {
+					always = []string{"articles"}
+				}
+				if strings.Join(rep.TablesReset, ",") != strings.Join(always, ",") || rep.FallbackReason != "" || rep.Strategy != s {
 					t.Errorf("%s: clean database reset did work: %+v", s, rep)
 				}
 				if rep.TablesTotal != len(f.schema.Tables) {
@@ -287,7 +293,7 @@ func TestNothingToDo(t *testing.T) {
 				// Without a baseline every table is compared: a clean
 				// database still needs nothing restored.
 				tg.Baseline = nil
-				if rep := f.reset(tg); len(rep.TablesReset) != 0 || !strings.Contains(rep.FallbackReason, "no baseline") {
+				if rep := f.reset(tg); strings.Join(rep.TablesReset, ",") != strings.Join(always, ",") || !strings.Contains(rep.FallbackReason, "no baseline") {
 					t.Errorf("%s: full check of a clean database: %+v", s, rep)
 				}
 			}
