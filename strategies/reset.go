@@ -582,8 +582,9 @@ func (rs *resetter) fullCheck(ctx context.Context, why string) (*Baseline, error
 	if len(changes) > 0 {
 		return rs.reclone(ctx, changes)
 	}
-	var restore []*schema.Table
-	for _, tbl := range rs.t.Schema.Tables {
+	forced := rs.alwaysRestored()
+	restore := forced
+	for _, tbl := range without(rs.t.Schema.Tables, forced) {
 		w, _ := worker.Table(tbl.Name)
 		if w.Checksum != tbl.Checksum || w.AutoIncrement != tbl.AutoIncrement || w.Rows != tbl.Rows {
 			restore = append(restore, tbl)

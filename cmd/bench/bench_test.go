@@ -82,6 +82,13 @@ func TestQuickRun(t *testing.T) {
 	if len(r.ColdStarts) != 1+r.Plan.Restarts || r.ColdStarts[0].RSSEmptyBytes == 0 {
 		t.Errorf("cold starts: %+v", r.ColdStarts)
 	}
+	for _, v := range strategyVariants {
+		if concurrentOf(r.Concurrent, "together", v).N != r.Plan.ConcurrentPerStrategy*r.Plan.ConcurrentRounds ||
+			concurrentOf(r.Concurrent, "alone", v).N != r.Plan.ConcurrentRounds {
+			t.Errorf("concurrent samples of %s: %d together, %d alone", v, concurrentOf(r.Concurrent, "together", v).N,
+				concurrentOf(r.Concurrent, "alone", v).N)
+		}
+	}
 	if len(r.Cache) != 1+r.Plan.CacheRestores || r.Cache[0].Source != "migrations" || r.Cache[1].Source != "cache" ||
 		r.Cache[1].Build.MigrateMs != 0 || r.Cache[1].Tables != r.Cache[0].Tables {
 		t.Errorf("template cache runs: %+v", r.Cache)

@@ -121,6 +121,7 @@ func (b *bench) run(ctx context.Context) error {
 		b.saveStats(ctx, "pool", pool)
 	}
 	b.stopDaemon(pool)
+	failed(phaseConcurrent, b.concurrentPhase(ctx))
 	failed(phaseScale, b.scalePhase(ctx))
 	failed(phaseCache, b.cachePhase(ctx))
 	if ctx.Err() != nil {
@@ -140,6 +141,7 @@ const (
 	phaseThroughput = "throughput"
 	phaseScale      = "scale"
 	phaseCache      = "template cache"
+	phaseConcurrent = "concurrent"
 )
 
 // saveStats keeps a daemon's GET /v1/stats.

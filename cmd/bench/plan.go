@@ -55,6 +55,13 @@ type Plan struct {
 	CacheMigrations int `json:"cache_migrations"`
 	CacheRestores   int `json:"cache_restores"`
 
+	// Concurrent: ConcurrentPerStrategy leases of each strategy on one
+	// server run ConcurrentRounds test → reset pairs, one lease at a time,
+	// then all at once; a DDLShare of the tests change the schema.
+	ConcurrentPerStrategy int     `json:"concurrent_per_strategy"`
+	ConcurrentRounds      int     `json:"concurrent_rounds"`
+	DDLShare              float64 `json:"ddl_share"`
+
 	// ResetPool is the pool of the daemon the reset latency and the suite
 	// run on: as many worker databases as the suite's parallel workers.
 	ResetPool int `json:"reset_pool"`
@@ -73,6 +80,7 @@ func fullPlan() Plan {
 		Restarts: 3, ColdReady: 8,
 		SuiteTests: 160, SuiteWorkers: []int{1, 8}, SuiteReps: 3,
 		CacheMigrations: 300, CacheRestores: 3,
+		ConcurrentPerStrategy: 4, ConcurrentRounds: 40, DDLShare: 0.05,
 		ResetPool: 8, PoolSize: 40,
 	}
 }
@@ -88,6 +96,7 @@ func quickPlan() Plan {
 		Restarts: 1, ColdReady: 8,
 		SuiteTests: 16, SuiteWorkers: []int{1, 4}, SuiteReps: 1,
 		CacheMigrations: 30, CacheRestores: 1,
+		ConcurrentPerStrategy: 2, ConcurrentRounds: 5, DDLShare: 0.05,
 		ResetPool: 8, PoolSize: 40,
 	}
 }

@@ -12,15 +12,21 @@ import (
 
 // The targets testdbd sets itself (README: Benchmarks).
 const (
-	barSnapshotMs  = 3.0
-	barTruncateMs  = 4.0
-	barRollbackMs  = 2.0
-	barVsDisk      = 30.0
-	barOverFloor   = 1.3
-	barVsTmpfs     = 10.0
-	barGrowth      = 1.3
-	barAcquire1Ms  = 0.25
-	barAcquire32Ms = 5.0
+	barSnapshotMs = 3.0
+	barTruncateMs = 4.0
+	barRollbackMs = 2.0
+	barVsDisk     = 30.0
+	barOverFloor  = 1.3
+	// barConcurrent: resets of 12 leases at once on one server cost at
+	// most this much more than one at a time; barFallbackPoints: the share
+	// of their resets that check every table exceeds the share of tests
+	// that changed the schema by at most this much.
+	barConcurrent     = 2.0
+	barFallbackPoints = 0.05
+	barVsTmpfs        = 10.0
+	barGrowth         = 1.3
+	barAcquire1Ms     = 0.25
+	barAcquire32Ms    = 5.0
 	// barAcquireOverHealthz: an acquire costs at most this much more than
 	// the cheapest REST call.
 	barAcquireOverHealthz = 1.5
@@ -64,6 +70,7 @@ func renderMarkdown(r *Results) string {
 	renderThroughput(&w, r)
 	renderColdStart(&w, r)
 	renderScale(&w, r)
+	renderConcurrent(&w, r)
 	renderCache(&w, r)
 	renderSuite(&w, r)
 	renderProtocol(&w, r)
@@ -160,6 +167,16 @@ func barRows(r *Results) []bar {
 		x := big.P50 / small.P50
 		add(phaseScale, fmt.Sprintf("reset growth %d → %d tables, same 5 dirty — %s", r.Plan.Tables, r.Plan.BigTables, short(v)),
 			fmt.Sprintf("≤ %gx", barGrowth), fmt.Sprintf("%s (p50 %s → %s ms)", fmtX(x), fmtMs(small.P50), fmtMs(big.P50)), x <= barGrowth)
+	}
+	for _, v := range strategyVariants {
+		a, t := concurrentOf(r.Concurrent, "alone", v), concurrentOf(r.Concurrent, "together", v)
+		x := t.P50 / a.P50
+		add(phaseConcurrent, fmt.Sprintf("reset p50 with %d leases at once over one lease at a time — %s", r.Plan.ConcurrentPerStrategy*len(strategyVariants), short(v)),
+			fmt.Sprintf("≤ %gx", barConcurrent), fmt.Sprintf("%s (p50 %s → %s ms)", fmtX(x), fmtMs(a.P50), fmtMs(t.P50)), x <= barConcurrent)
+		fullShare, ddlShare := float64(t.full)/float64(t.N), float64(t.ddl)/float64(t.N)
+		add(phaseConcurrent, "share of resets that checked every table, all leases at once, over the share of tests that changed the schema — "+short(v),
+			fmt.Sprintf("within %g points", 100*barFallbackPoints), fmt.Sprintf("%.1f%% for %.1f%%", 100*fullShare, 100*ddlShare),
+			t.N > 0 && fullShare-ddlShare <= barFallbackPoints)
 	}
 	a1, a32 := acquireSummary(r.Acquires, 1), acquireSummary(r.Acquires, 32)
 	add(phaseAcquire, "acquire from a ready pool, p50, 1 client", fmt.Sprintf("≤ %g ms", barAcquire1Ms), fmtMs(a1.P50)+" ms", a1.P50 <= barAcquire1Ms)

@@ -42,6 +42,8 @@ type Results struct {
 	Throughput []ThroughputRun `json:"throughput"`
 	// Suite are the synthetic suite's runs.
 	Suite []SuiteRun `json:"suite"`
+	// Concurrent are the concurrent phase's resets.
+	Concurrent []ConcurrentSample `json:"concurrent"`
 	// Cache are the template-cache runs: the build that filled the cache,
 	// then the restores from it by other daemons.
 	Cache []CacheRun `json:"cache"`
