@@ -409,7 +409,7 @@ func (m *Manager) dropDatabase(st *host, name, why string, users ...string) {
 			}
 		}
 		if err := schema.Drop(ctx, st.DB, st.ddl, name); err != nil && !isCanceled(err) {
-			m.log.Warn("drop database", "database", name, "why", why, "err", err)
+			m.log.Warn("drop database", "database", name, "why", why, "err", strategies.ExplainLockWait(ctx, st.DB, err))
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/internal/dbcompare"
 	"github.com/testdbd/testdbd/internal/testenv"
+	"github.com/testdbd/testdbd/strategies"
 )
 
 // relevance returns what a search of the articles' FULLTEXT index gives in
@@ -173,6 +174,40 @@ func TestStatisticsFollowTemplate(t *testing.T) {
 						t.Errorf("after the reset: %s", strings.Join(d, "\n"))
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestPreparedXAExplained: a test that leaves an XA transaction prepared
+// leaves it, with its locks, when its session ends; the reset cannot finish
+// and its error names the prepared transactions and says how to end them.
+func TestPreparedXAExplained(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			f := newFixture(t, p)
+			tg, db := f.worker("w_xa", testdbd.StrategySnapshot)
+			conn, err := db.Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{"XA START 'left_prepared'", "INSERT INTO tags VALUES ('xa', 'XA')", "XA END 'left_prepared'", "XA PREPARE 'left_prepared'"} {
+				mustExec(t, conn, q)
+			}
+			conn.Close()
+			t.Cleanup(func() { _, _ = f.srv.DB.Exec("XA ROLLBACK 'left_prepared'") })
+			_, _, err = strategies.Reset(context.Background(), *tg)
+			if err == nil || !strings.Contains(err.Error(), "prepared XA transactions ('left_prepared')") ||
+				!strings.Contains(err.Error(), "XA ROLLBACK") {
+				t.Fatalf("reset with a prepared XA transaction in the way: %v", err)
+			}
+			if _, err := f.srv.DB.Exec("XA ROLLBACK 'left_prepared'"); err != nil {
+				t.Fatal(err)
+			}
+			tg.Baseline = nil
+			f.reset(tg)
+			if d := f.diff(tg.Database); len(d) > 0 {
+				t.Errorf("after XA ROLLBACK and a reset: %s", strings.Join(d, "\n"))
 			}
 		})
 	}

@@ -117,7 +117,7 @@ func Reset(ctx context.Context, t Target) (testdbd.ResetReport, *Baseline, error
 	if err != nil {
 		// The session may have stopped mid-batch with its settings changed.
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		return r, nil, fmt.Errorf("reset %s: %w", t.Database, err)
+		return r, nil, ExplainLockWait(ctx, t.DB, fmt.Errorf("reset %s: %w", t.Database, err))
 	}
 	return r, base, nil
 }
@@ -726,6 +726,37 @@ func tableNames(ts []*schema.Table) string {
 
 // Retryable reports a deadlock or lock wait the server resolved by failing
 // the statement: trying again is the documented remedy.
+// ExplainLockWait adds to err, when it is a lock wait timeout, the XA
+// transactions the server holds prepared: a test that left one prepared
+// (XA PREPARE without XA COMMIT or XA ROLLBACK) leaves it, with its locks,
+// when its session ends, and the servers do not say which database it
+// wrote to, so testdbd cannot end it on the lease's behalf.
+func ExplainLockWait(ctx context.Context, db *sql.DB, err error) error {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1205 {
+		return err
+	}
+	rows, qerr := db.QueryContext(context.WithoutCancel(ctx), "XA RECOVER")
+	if qerr != nil {
+		return err
+	}
+	defer rows.Close()
+	var xids []string
+	for rows.Next() {
+		var format, gtridLen, bqualLen int64
+		var data string
+		if rows.Scan(&format, &gtridLen, &bqualLen, &data) == nil {
+			xids = append(xids, "'"+data+"'")
+		}
+	}
+	if len(xids) == 0 {
+		return err
+	}
+	return testdbd.Wrapf(err, "the server holds prepared XA transactions (%s), whose locks are likely in the way: a test "+
+		"left an XA transaction prepared (XA PREPARE without XA COMMIT or XA ROLLBACK), which outlives its session; end it "+
+		"with XA ROLLBACK <xid> and finish XA transactions within the test", strings.Join(xids, ", "))
+}
+
 func Retryable(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
