@@ -724,8 +724,6 @@ func tableNames(ts []*schema.Table) string {
 	return strings.Join(names, ", ")
 }
 
-// Retryable reports a deadlock or lock wait the server resolved by failing
-// the statement: trying again is the documented remedy.
 // ExplainLockWait adds to err, when it is a lock wait timeout, the XA
 // transactions the server holds prepared: a test that left one prepared
 // (XA PREPARE without XA COMMIT or XA ROLLBACK) leaves it, with its locks,
@@ -736,18 +734,18 @@ func ExplainLockWait(ctx context.Context, db *sql.DB, err error) error {
 	if !errors.As(err, &me) || me.Number != 1205 {
 		return err
 	}
-	rows, qerr := db.QueryContext(context.WithoutCancel(ctx), "XA RECOVER")
-	if qerr != nil {
-		return err
-	}
-	defer rows.Close()
 	var xids []string
-	for rows.Next() {
+	qerr := schema.EachRow(context.WithoutCancel(ctx), db, "XA RECOVER", nil, func(rows *sql.Rows) error {
 		var format, gtridLen, bqualLen int64
 		var data string
-		if rows.Scan(&format, &gtridLen, &bqualLen, &data) == nil {
-			xids = append(xids, "'"+data+"'")
+		if err := rows.Scan(&format, &gtridLen, &bqualLen, &data); err != nil {
+			return err
 		}
+		xids = append(xids, "'"+data+"'")
+		return nil
+	})
+	if qerr != nil {
+		return err
 	}
 	if len(xids) == 0 {
 		return err
@@ -757,6 +755,8 @@ func ExplainLockWait(ctx context.Context, db *sql.DB, err error) error {
 		"with XA ROLLBACK <xid> and finish XA transactions within the test", strings.Join(xids, ", "))
 }
 
+// Retryable reports a deadlock or lock wait the server resolved by failing
+// the statement: trying again is the documented remedy.
 func Retryable(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/testdbd/testdbd/internal/workload"
+	"github.com/testdbd/testdbd/schema"
 )
 
 // The raw floor of each strategy's work: what the server itself must do to
@@ -83,20 +84,17 @@ func newFloorVariants(ctx context.Context, d *daemon, template string) (_ []vari
 		return nil, fmt.Errorf("copy of the template for the floor: %w", err)
 	}
 	autoInc := map[string]int64{}
-	rows, err := admin.QueryContext(ctx, "SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", t.Database)
+	err = schema.EachRow(ctx, admin, "SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
+		[]any{t.Database}, func(rows *sql.Rows) error {
+			var name string
+			var ai sql.NullInt64
+			if err := rows.Scan(&name, &ai); err != nil {
+				return err
+			}
+			autoInc[name] = max(ai.Int64, 1)
+			return nil
+		})
 	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var name string
-		var ai sql.NullInt64
-		if err := rows.Scan(&name, &ai); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		autoInc[name] = max(ai.Int64, 1)
-	}
-	if err := rows.Close(); err != nil {
 		return nil, err
 	}
 	restore := func(clear string, copyRows bool) string {
@@ -145,20 +143,17 @@ func copyDatabase(ctx context.Context, db *sql.DB, src, dst string) error {
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS `%s`; CREATE DATABASE `%s`; USE `%s`; SET FOREIGN_KEY_CHECKS = 0", dst, dst, dst)); err != nil {
 		return err
 	}
-	rows, err := conn.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME", src)
-	if err != nil {
-		return err
-	}
 	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return err
-		}
-		tables = append(tables, n)
-	}
-	if err := rows.Close(); err != nil {
+	err = schema.EachRow(ctx, conn, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME",
+		[]any{src}, func(rows *sql.Rows) error {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+			tables = append(tables, n)
+			return nil
+		})
+	if err != nil {
 		return err
 	}
 	for _, tbl := range tables {
