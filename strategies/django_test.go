@@ -111,7 +111,9 @@ func TestDjangoSchema(t *testing.T) {
 					b := reopenAs(t, a)
 					stats := map[string]int{}
 					for i := 0; i < *djangoN; i++ {
-						w := &djangoWorkload{randomWorkload{rng: rng, a: a, b: b, strategy: s, direct: map[string]bool{}}}
+						w := &randomWorkload{rng: rng, a: a, b: b, strategy: s, direct: map[string]bool{}}
+						dj := djangoWorkload{w}
+						w.dml, w.schemaDDL = dj.statement, dj.ddl
 						w.run(t)
 						rep, base, err := strategies.Reset(context.Background(), *tg)
 						if err != nil {
@@ -136,10 +138,11 @@ func TestDjangoSchema(t *testing.T) {
 	}
 }
 
-// djangoWorkload is one random test of a Django application.
-type djangoWorkload struct{ randomWorkload }
+// djangoWorkload draws the statements of a random test of a Django
+// application (randomWorkload runs them).
+type djangoWorkload struct{ *randomWorkload }
 
-func (w *djangoWorkload) statement() string {
+func (w djangoWorkload) statement() string {
 	user := func() int { return 1 + w.n(1100) } // some ids do not exist
 	word := func() string { return fmt.Sprintf("w%d", w.n(100000)) }
 	switch w.n(12) {
@@ -179,7 +182,7 @@ func (w *djangoWorkload) statement() string {
 	}
 }
 
-func (w *djangoWorkload) ddl() string {
+func (w djangoWorkload) ddl() string {
 	return []string{
 		"ALTER TABLE auth_user ADD COLUMN nickname VARCHAR(20) NULL",
 		"CREATE INDEX by_email ON auth_user (email)",
@@ -187,35 +190,4 @@ func (w *djangoWorkload) ddl() string {
 		"ANALYZE TABLE auth_user",
 		"DROP TABLE django_admin_log",
 	}[w.n(5)]
-}
-
-func (w *djangoWorkload) run(t *testing.T) {
-	ctx := context.Background()
-	conn, err := w.a.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ops := 1 + w.n(8)
-	cooperative := w.strategy == testdbd.StrategyRollback && w.n(10) < 8
-	if cooperative {
-		w.exec(ctx, conn, "A", "BEGIN")
-	}
-	for i := 0; i < ops; i++ {
-		switch r := w.n(100); {
-		case r < 3:
-			w.exec(ctx, conn, "A", w.ddl())
-		case r < 10:
-			w.exec(ctx, w.b, "B", w.statement())
-		case r < 20 && !cooperative:
-			w.exec(ctx, conn, "A", "BEGIN")
-			w.exec(ctx, conn, "A", w.statement())
-			w.exec(ctx, conn, "A", []string{"ROLLBACK", "COMMIT"}[w.n(2)])
-		default:
-			w.exec(ctx, conn, "A", w.statement())
-		}
-	}
-	if cooperative && w.n(4) > 0 {
-		w.exec(ctx, conn, "A", "ROLLBACK")
-	}
 }

@@ -45,53 +45,45 @@ func relevance(t *testing.T, db *sql.DB, name, term string) string {
 // its work on the fast path: InnoDB's hidden FULLTEXT tables are the
 // table's, not tables of their own that appeared or changed.
 func TestFulltextReset(t *testing.T) {
-	for _, p := range testenv.Providers() {
-		t.Run(p.Name, func(t *testing.T) {
-			f := newFixture(t, p)
-			for _, s := range testdbd.Strategies {
-				t.Run(s.String(), func(t *testing.T) {
-					f.t = t
-					tg, db := f.worker("w_ft_"+s.String(), s)
-					want := map[string]string{}
-					for _, term := range dbcompare.RelevanceTerms {
-						want[term] = relevance(t, f.srv.DB, "tpl", term)
-						if got := relevance(t, f.srv.DB, tg.Database, term); got != want[term] {
-							t.Fatalf("a fresh clone ranks %q as %s, the template as %s", term, got, want[term])
-						}
-					}
-					if want["database"] == "" {
-						t.Fatal("the template's articles match nothing: the test would prove nothing")
-					}
-					for i := 0; i < 2; i++ { // the second round starts from a reset database
-						mustExec(t, db, "INSERT INTO articles (title, body) VALUES ('New', 'another database reset with more tests and words')")
-						mustExec(t, db, "UPDATE articles SET body = 'the server template' WHERE id = 2")
-						mustExec(t, db, "DELETE FROM articles WHERE id IN (1, 5)")
-						if got := relevance(t, db, tg.Database, "database"); got == want["database"] {
-							t.Fatalf("the test's writes did not change the ranking (%s): the test would prove nothing", got)
-						}
-						rep := f.reset(tg)
-						// (A rollback lease's committed writes are restored
-						// by snapshot, which the report says; that is not a
-						// full check.)
-						if strings.Contains(rep.FallbackReason, "checked every table") || len(rep.SchemaChanges) > 0 {
-							t.Errorf("round %d: the reset left the fast path: %+v", i, rep)
-						}
-						if !containsTable(rep.TablesReset, "articles") {
-							t.Errorf("round %d: articles not reset: %v", i, rep.TablesReset)
-						}
-						for _, term := range dbcompare.RelevanceTerms {
-							if got := relevance(t, f.srv.DB, tg.Database, term); got != want[term] {
-								t.Errorf("round %d: after the reset %q ranks %s, the template %s", i, term, got, want[term])
-							}
-						}
-						if d := f.diff(tg.Database); len(d) > 0 {
-							t.Errorf("round %d: %s", i, strings.Join(d, "\n"))
-						}
-					}
-				})
+	forEachStrategy(t, func(t *testing.T, f *fixture, s testdbd.Strategy) {
+		tg, db := f.worker("w_ft_"+s.String(), s)
+		want := map[string]string{}
+		for _, term := range dbcompare.RelevanceTerms {
+			want[term] = relevance(t, f.srv.DB, "tpl", term)
+			if got := relevance(t, f.srv.DB, tg.Database, term); got != want[term] {
+				t.Fatalf("a fresh clone ranks %q as %s, the template as %s", term, got, want[term])
 			}
-		})
-	}
+		}
+		if want["database"] == "" {
+			t.Fatal("the template's articles match nothing: the test would prove nothing")
+		}
+		for i := 0; i < 2; i++ { // the second round starts from a reset database
+			mustExec(t, db, "INSERT INTO articles (title, body) VALUES ('New', 'another database reset with more tests and words')")
+			mustExec(t, db, "UPDATE articles SET body = 'the server template' WHERE id = 2")
+			mustExec(t, db, "DELETE FROM articles WHERE id IN (1, 5)")
+			if got := relevance(t, db, tg.Database, "database"); got == want["database"] {
+				t.Fatalf("the test's writes did not change the ranking (%s): the test would prove nothing", got)
+			}
+			rep := f.reset(tg)
+			// (A rollback lease's committed writes are restored
+			// by snapshot, which the report says; that is not a
+			// full check.)
+			if strings.Contains(rep.FallbackReason, "checked every table") || len(rep.SchemaChanges) > 0 {
+				t.Errorf("round %d: the reset left the fast path: %+v", i, rep)
+			}
+			if !containsTable(rep.TablesReset, "articles") {
+				t.Errorf("round %d: articles not reset: %v", i, rep.TablesReset)
+			}
+			for _, term := range dbcompare.RelevanceTerms {
+				if got := relevance(t, f.srv.DB, tg.Database, term); got != want[term] {
+					t.Errorf("round %d: after the reset %q ranks %s, the template %s", i, term, got, want[term])
+				}
+			}
+			if d := f.diff(tg.Database); len(d) > 0 {
+				t.Errorf("round %d: %s", i, strings.Join(d, "\n"))
+			}
+		}
+	})
 }
 
 func containsTable(tables []string, name string) bool {
@@ -150,33 +142,25 @@ func explain(t *testing.T, db *sql.DB, name, query string) string {
 // every strategy. The persistent statistics compare equal too.
 func TestStatisticsFollowTemplate(t *testing.T) {
 	const query = "SELECT id FROM event_log WHERE kind = 3 AND payload LIKE 'p1%'"
-	for _, p := range testenv.Providers() {
-		t.Run(p.Name, func(t *testing.T) {
-			f := newFixture(t, p)
-			want := explain(t, f.srv.DB, "tpl", query)
-			for _, s := range testdbd.Strategies {
-				t.Run(s.String(), func(t *testing.T) {
-					f.t = t
-					tg, db := f.worker("w_stats_"+s.String(), s)
-					if got := explain(t, f.srv.DB, tg.Database, query); got != want {
-						t.Fatalf("a fresh clone plans\n%s\nthe template\n%s", got, want)
-					}
-					mustExec(t, db, "INSERT INTO event_log (kind, payload) SELECT 3, CONCAT('q', id) FROM event_log")
-					mustExec(t, db, "ANALYZE TABLE event_log")
-					if got := explain(t, f.srv.DB, tg.Database, query); got == want {
-						t.Fatalf("the skewed statistics plan as the template's (%s): the test would prove nothing", got)
-					}
-					f.reset(tg)
-					if got := explain(t, f.srv.DB, tg.Database, query); got != want {
-						t.Errorf("after the reset the lease plans\n%s\nthe template\n%s", got, want)
-					}
-					if d := f.diff(tg.Database); len(d) > 0 {
-						t.Errorf("after the reset: %s", strings.Join(d, "\n"))
-					}
-				})
-			}
-		})
-	}
+	forEachStrategy(t, func(t *testing.T, f *fixture, s testdbd.Strategy) {
+		want := explain(t, f.srv.DB, "tpl", query)
+		tg, db := f.worker("w_stats_"+s.String(), s)
+		if got := explain(t, f.srv.DB, tg.Database, query); got != want {
+			t.Fatalf("a fresh clone plans\n%s\nthe template\n%s", got, want)
+		}
+		mustExec(t, db, "INSERT INTO event_log (kind, payload) SELECT 3, CONCAT('q', id) FROM event_log")
+		mustExec(t, db, "ANALYZE TABLE event_log")
+		if got := explain(t, f.srv.DB, tg.Database, query); got == want {
+			t.Fatalf("the skewed statistics plan as the template's (%s): the test would prove nothing", got)
+		}
+		f.reset(tg)
+		if got := explain(t, f.srv.DB, tg.Database, query); got != want {
+			t.Errorf("after the reset the lease plans\n%s\nthe template\n%s", got, want)
+		}
+		if d := f.diff(tg.Database); len(d) > 0 {
+			t.Errorf("after the reset: %s", strings.Join(d, "\n"))
+		}
+	})
 }
 
 // TestPreparedXAExplained: a test that leaves an XA transaction prepared

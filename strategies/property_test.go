@@ -138,6 +138,23 @@ type randomWorkload struct {
 	// commit; otherwise every kind of statement is drawn at random.
 	mix           *suiteMix
 	changedSchema bool // the workload ran a schema-changing statement
+	// dml and schemaDDL, when set, draw the statements instead of
+	// statement and ddl (another schema's workloads).
+	dml, schemaDDL func() string
+}
+
+func (w *randomWorkload) nextDML() string {
+	if w.dml != nil {
+		return w.dml()
+	}
+	return w.statement()
+}
+
+func (w *randomWorkload) nextDDL() string {
+	if w.schemaDDL != nil {
+		return w.schemaDDL()
+	}
+	return w.ddl()
 }
 
 // suiteMix shapes workloads like a real suite's tests.
@@ -286,20 +303,20 @@ func (w *randomWorkload) run(t testing.TB) {
 	for i := 0; i < ops; i++ {
 		switch r := w.n(100); {
 		case r < 3:
-			w.exec(ctx, conn, "A", w.ddl())
+			w.exec(ctx, conn, "A", w.nextDDL())
 		case r < 10:
-			w.exec(ctx, w.b, "B", w.statement()) // a second connection, autocommit
+			w.exec(ctx, w.b, "B", w.nextDML()) // a second connection, autocommit
 		case r < 20 && !cooperative:
 			w.exec(ctx, conn, "A", "BEGIN")
-			w.exec(ctx, conn, "A", w.statement())
-			w.exec(ctx, conn, "A", w.statement())
+			w.exec(ctx, conn, "A", w.nextDML())
+			w.exec(ctx, conn, "A", w.nextDML())
 			w.exec(ctx, conn, "A", []string{"ROLLBACK", "COMMIT"}[w.n(2)])
 		case r < 23 && !cooperative:
 			// An XA transaction, carried to its end: one phase, or
 			// prepared and then committed or rolled back.
 			xid := fmt.Sprintf("'x%d'", w.n(1_000_000))
 			w.exec(ctx, conn, "A", "XA START "+xid)
-			w.exec(ctx, conn, "A", w.statement())
+			w.exec(ctx, conn, "A", w.nextDML())
 			w.exec(ctx, conn, "A", "XA END "+xid)
 			switch w.n(3) {
 			case 0:
@@ -312,7 +329,7 @@ func (w *randomWorkload) run(t testing.TB) {
 				w.exec(ctx, conn, "A", "XA ROLLBACK "+xid)
 			}
 		default:
-			w.exec(ctx, conn, "A", w.statement())
+			w.exec(ctx, conn, "A", w.nextDML())
 		}
 	}
 	if cooperative {

@@ -291,26 +291,20 @@ func Diff(want, got *Snapshot) []string {
 			}
 		}
 	}
-	for k, w := range want.Stats {
-		if g, ok := got.Stats[k]; !ok || g != w {
-			d = append(d, fmt.Sprintf("statistics %s: want %q, got %q (present=%v)", k, w, g, ok))
+	cmpText := func(what string, w, g map[string]string) {
+		for k, wv := range w {
+			if gv, ok := g[k]; !ok || gv != wv {
+				d = append(d, fmt.Sprintf("%s %s: want %q, got %q (present=%v)", what, k, wv, gv, ok))
+			}
+		}
+		for k, gv := range g {
+			if _, ok := w[k]; !ok {
+				d = append(d, fmt.Sprintf("%s %s: extra %q", what, k, gv))
+			}
 		}
 	}
-	for k, g := range got.Stats {
-		if _, ok := want.Stats[k]; !ok {
-			d = append(d, fmt.Sprintf("statistics %s: extra %q", k, g))
-		}
-	}
-	for k, w := range want.Relevance {
-		if g, ok := got.Relevance[k]; !ok || g != w {
-			d = append(d, fmt.Sprintf("relevance of %s: want %q, got %q (present=%v)", k, w, g, ok))
-		}
-	}
-	for k, g := range got.Relevance {
-		if _, ok := want.Relevance[k]; !ok {
-			d = append(d, fmt.Sprintf("relevance of %s: extra %q", k, g))
-		}
-	}
+	cmpText("statistics", want.Stats, got.Stats)
+	cmpText("relevance of", want.Relevance, got.Relevance)
 	cmp("rows", want.Rows, got.Rows)
 	cmp("checksum", want.Checksums, got.Checksums)
 	cmp("AUTO_INCREMENT", want.AutoIncrement, got.AutoIncrement)
