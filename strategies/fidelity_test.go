@@ -164,12 +164,18 @@ func TestStatisticsFollowTemplate(t *testing.T) {
 }
 
 // TestPreparedXAExplained: a test that leaves an XA transaction prepared
-// leaves it, with its locks, when its session ends; the reset cannot finish
-// and its error names the prepared transactions and says how to end them.
+// leaves it, with its locks, when its session ends; on MariaDB, whose
+// counters see its uncommitted write, the reset cannot finish and its error
+// names the prepared transactions and says how to end them. (MySQL's
+// detection does not see uncommitted writes: the reset there finishes
+// without touching the table; docs/strategies.md says so.)
 func TestPreparedXAExplained(t *testing.T) {
 	for _, p := range testenv.Providers() {
 		t.Run(p.Name, func(t *testing.T) {
 			f := newFixture(t, p)
+			if f.srv.Flavor == testdbd.MySQL {
+				t.Skip("MySQL: the reset does not see the prepared transaction's write (see the test's comment)")
+			}
 			tg, db := f.worker("w_xa", testdbd.StrategySnapshot)
 			conn, err := db.Conn(context.Background())
 			if err != nil {
