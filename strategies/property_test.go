@@ -484,6 +484,9 @@ func concurrentRun(t *testing.T, f *fixture, name string, per int, mix *suiteMix
 				r.n++
 				r.took = append(r.took, rep.Total)
 				if strings.Contains(rep.FallbackReason, "checked every table") {
+					if r.full < 3 && !w.changedSchema {
+						t.Logf("%s %s: full check after a workload without DDL: %s", name, wk.s, rep.FallbackReason)
+					}
 					r.full++
 				}
 				if w.changedSchema {

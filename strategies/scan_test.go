@@ -34,3 +34,22 @@ func TestLikeEscape(t *testing.T) {
 		}
 	}
 }
+
+// TestFulltextTablesLeftOut: InnoDB's hidden FULLTEXT tables, with their
+// names whole or cut at 64 characters of "database/table" by MariaDB, are
+// not tables of their own; tables merely named alike are.
+func TestFulltextTablesLeftOut(t *testing.T) {
+	tables := map[string]TableState{}
+	for _, name := range []string{
+		"FTS_0000000000000246_CONFIG", "FTS_0000000000000246_BEING_DELETED_CACHE",
+		"FTS_0000000000000246_000000000000033f_INDEX_1", "FTS_0000000000000246_000000000000033f_INDE",
+		"fts_0000000000000246_000000000000033f_index_6", "FTS_0000000000000246_0000",
+	} {
+		addTable(tables, name, TableState{ID: 1})
+	}
+	addTable(tables, "fts_notes", TableState{ID: 2})
+	addTable(tables, "FTS_0000_CONFIG", TableState{ID: 3})
+	if len(tables) != 2 || tables["fts_notes"].ID != 2 || tables["FTS_0000_CONFIG"].ID != 3 {
+		t.Errorf("tables: %v", tables)
+	}
+}
