@@ -233,4 +233,7 @@ type ResetReport struct {
 	TablesReset    []string // tables restored
 	SchemaChanges  []string // schema objects put back
 	SessionsEnded  int
+	// KeepAutoIncrement: the reset left AUTO_INCREMENT where the tests
+	// moved it (a lease's choice); otherwise it is the template's.
+	KeepAutoIncrement bool
 }

@@ -170,6 +170,11 @@ type AcquireLeaseRequest struct {
 	// instead of handing out another schema. Empty means the name's current
 	// build.
 	TemplateHash string `json:"template_hash,omitempty"`
+	// KeepAutoIncrement leaves AUTO_INCREMENT counters where the lease's
+	// tests moved them instead of rewinding them to the template's at each
+	// reset: ids drift from test to test, and resets skip their costliest
+	// statement. Everything else is still the template's.
+	KeepAutoIncrement bool `json:"keep_auto_increment,omitempty"`
 }
 
 // Lease is exclusive use of one worker database, with its own MySQL user.
@@ -197,6 +202,9 @@ type Lease struct {
 	MaxConnections int32 `json:"max_connections"`
 	// EndedReason says why the lease ended, once it has.
 	EndedReason string `json:"ended_reason"`
+	// KeepAutoIncrement: the lease's resets leave AUTO_INCREMENT where its
+	// tests moved it (AcquireLeaseRequest.KeepAutoIncrement).
+	KeepAutoIncrement bool `json:"keep_auto_increment"`
 }
 
 // ResetReport says what a reset did and how long each phase took.
@@ -214,6 +222,9 @@ type ResetReport struct {
 	SchemaChanges  []string    `json:"schema_changes"` // schema objects put back
 	SessionsEnded  int32       `json:"sessions_ended"` // open sessions of the lease that were ended
 	Database       string      `json:"database"`
+	// KeepAutoIncrement: this reset left AUTO_INCREMENT where the tests
+	// moved it; otherwise the counters are the template's.
+	KeepAutoIncrement bool `json:"keep_auto_increment"`
 }
 
 // ResetPhases are the phases of a reset, in milliseconds.

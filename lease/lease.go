@@ -41,6 +41,7 @@ type lease struct {
 	why      string // why it ended, when it did
 	resets   int64
 	maxConns int // the account's MAX_USER_CONNECTIONS
+	keepAI   bool // resets leave AUTO_INCREMENT where the tests moved it
 	timer    *time.Timer
 }
 
@@ -88,6 +89,7 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 	t.used = time.Now()
 	if db := t.pickReadyLocked(req.Worker); db != nil {
 		l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, 0, conns)
+		l.keepAI = req.KeepAutoIncrement
 		info := m.leaseInfoLocked(l)
 		m.mu.Unlock()
 		if err := m.capConnections(ctx, l); err != nil {
@@ -145,6 +147,7 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 	}
 	waited := time.Since(start)
 	l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, waited, conns)
+	l.keepAI = req.KeepAutoIncrement
 	info := m.leaseInfoLocked(l)
 	m.mu.Unlock()
 	if err := m.capConnections(ctx, l); err != nil {
@@ -342,6 +345,7 @@ func (m *Manager) Reset(ctx context.Context, id string, s testdbd.Strategy) (tes
 		return testdbd.ResetReport{}, m.endedError(l)
 	}
 	target := m.targetLocked(db, l.user, s)
+	target.KeepAutoIncrement = l.keepAI
 	m.mu.Unlock()
 	// A reset runs to its end even if the caller goes away: a batch canceled
 	// on the client keeps running on the server, beside the next reset.
@@ -559,6 +563,6 @@ func (m *Manager) leaseInfoLocked(l *lease) LeaseInfo {
 		Database: l.db.name, Host: host, Port: port, User: l.user, Password: l.password,
 		DSN: cfg.FormatDSN(), URL: u.String(), InstanceID: l.db.rep.host.ID(), State: l.state,
 		AcquiredAt: l.acquired, ExpiresAt: l.expires, TTL: l.ttl, Waited: l.waited, Resets: l.resets,
-		MaxConnections: l.maxConns, EndedReason: l.why,
+		MaxConnections: l.maxConns, EndedReason: l.why, KeepAutoIncrement: l.keepAI,
 	}
 }

@@ -19,6 +19,9 @@ type AcquireRequest struct {
 	// MaxConnections caps the lease's connections; 0 means the default
 	// (Config.LeaseConnections).
 	MaxConnections int
+	// KeepAutoIncrement: the lease's resets leave AUTO_INCREMENT where its
+	// tests moved it (the reset after the lease ends rewinds it).
+	KeepAutoIncrement bool
 }
 
 // Lease states.
@@ -55,4 +58,6 @@ type LeaseInfo struct {
 	MaxConnections int
 	// EndedReason says why the lease ended, once it has.
 	EndedReason string
+	// KeepAutoIncrement: see AcquireRequest.
+	KeepAutoIncrement bool
 }

@@ -70,7 +70,7 @@ func leaseToProto(l lease.LeaseInfo) *testdbv1.Lease {
 		Worker: l.Worker, Database: l.Database, Host: l.Host, Port: int32(l.Port), User: l.User, Password: l.Password,
 		Dsn: l.DSN, Url: l.URL, ExpiresAt: ts(l.ExpiresAt), AcquiredAt: ts(l.AcquiredAt), InstanceId: l.InstanceID,
 		WaitedMs: ms(l.Waited), State: l.State, TtlSeconds: int32(l.TTL / time.Second), Resets: int32(min(l.Resets, math.MaxInt32)),
-		MaxConnections: int32(l.MaxConnections), EndedReason: l.EndedReason,
+		MaxConnections: int32(l.MaxConnections), EndedReason: l.EndedReason, KeepAutoIncrement: l.KeepAutoIncrement,
 	}
 }
 
@@ -81,7 +81,7 @@ func reportToProto(r testdbd.ResetReport) *testdbv1.ResetReport {
 		Phases: &testdbv1.ResetPhases{SessionsMs: ms(r.Phases.Sessions), DetectMs: ms(r.Phases.Detect),
 			VerifyMs: ms(r.Phases.Verify), RestoreMs: ms(r.Phases.Restore), SchemaMs: ms(r.Phases.Schema)},
 		TablesTotal: int32(r.TablesTotal), TablesReset: nonNil(r.TablesReset), SchemaChanges: nonNil(r.SchemaChanges),
-		SessionsEnded: int32(r.SessionsEnded),
+		SessionsEnded: int32(r.SessionsEnded), KeepAutoIncrement: r.KeepAutoIncrement,
 	}
 }
 

@@ -133,7 +133,7 @@ func (s *Service) AcquireLease(ctx context.Context, req *testdbv1.AcquireLeaseRe
 	info, err := s.Manager.Acquire(ctx, lease.AcquireRequest{
 		Template: req.Template, TemplateHash: req.TemplateHash, Strategy: st, Worker: req.Worker,
 		TTL: time.Duration(req.TtlSeconds) * time.Second, WaitTimeout: time.Duration(req.WaitTimeoutMs) * time.Millisecond,
-		MaxConnections: int(req.MaxConnections),
+		MaxConnections: int(req.MaxConnections), KeepAutoIncrement: req.KeepAutoIncrement,
 	})
 	if err != nil {
 		return nil, toStatus(err)

@@ -202,3 +202,58 @@ func TestPreparedXAExplained(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepAutoIncrement: a lease that keeps AUTO_INCREMENT gets its rows
+// back but not its counters, the report says so, and the next reset that
+// does not keep them rewinds every counter that differs.
+func TestKeepAutoIncrement(t *testing.T) {
+	forEachStrategy(t, func(t *testing.T, f *fixture, s testdbd.Strategy) {
+		tg, db := f.worker("w_keep_"+s.String(), s)
+		tg.KeepAutoIncrement = true
+		cats, _ := f.schema.Table("categories")
+		for i := 0; i < 2; i++ {
+			if s == testdbd.StrategyRollback {
+				mustExec(t, db, "BEGIN; INSERT INTO categories (parent_id, name) VALUES (1, 'x'); INSERT INTO users (email, name) VALUES ('k@x', 'k'); ROLLBACK")
+			} else {
+				mustExec(t, db, "INSERT INTO categories (parent_id, name) VALUES (1, 'x'); INSERT INTO users (email, name) VALUES ('k@x', 'k')")
+			}
+			rep := f.reset(tg)
+			if !rep.KeepAutoIncrement {
+				t.Errorf("the report does not say the counters were kept: %+v", rep)
+			}
+			var kept []string
+			for _, d := range f.diff(tg.Database) {
+				if !strings.HasPrefix(d, "AUTO_INCREMENT of ") {
+					t.Errorf("round %d: %s", i, d)
+				} else {
+					kept = append(kept, d)
+				}
+			}
+			if len(kept) == 0 {
+				t.Errorf("round %d: every AUTO_INCREMENT is the template's: nothing was kept (%+v)", i, rep)
+			}
+		}
+		var next int64
+		if err := f.srv.DB.QueryRow("SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'categories'",
+			tg.Database).Scan(&next); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case s == testdbd.StrategyTruncate && next != cats.NaturalAutoIncrement:
+			// TRUNCATE puts the counter at the template's rows' highest id
+			// plus one, and keeping means no ALTER to move it elsewhere.
+			t.Errorf("categories' next id %d after a truncate restore, want %d", next, cats.NaturalAutoIncrement)
+		case s != testdbd.StrategyTruncate && next <= cats.AutoIncrement:
+			t.Errorf("categories' next id %d, the template's %d: the counter went back", next, cats.AutoIncrement)
+		}
+		// The reset after the lease: exact again, whatever was kept.
+		tg.KeepAutoIncrement = false
+		rep := f.reset(tg)
+		if rep.KeepAutoIncrement {
+			t.Errorf("exact reset reported as keeping: %+v", rep)
+		}
+		if d := f.diff(tg.Database); len(d) > 0 {
+			t.Errorf("after the exact reset: %s", strings.Join(d, "\n"))
+		}
+	})
+}

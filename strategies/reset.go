@@ -43,6 +43,11 @@ type Target struct {
 	// definer of its views, triggers, routines and events (see
 	// schema.Capture); empty when the template has none.
 	Owner string
+	// KeepAutoIncrement leaves AUTO_INCREMENT counters where the tests moved
+	// them: no ALTER TABLE … AUTO_INCREMENT, and a table whose only
+	// difference is its counter is not restored. The next reset without it
+	// rewinds every counter that differs from the template's.
+	KeepAutoIncrement bool
 	// Dir is the worker database's directory as the daemon sees it, when
 	// the server's datadir can be watched (instance.Member.DatabaseDir).
 	// Schema changes are then detected per database: from the directory
@@ -60,6 +65,9 @@ type Baseline struct {
 	own       mark  // the daemon's count when ServerDDL was read
 	// Second is the server's clock (UNIX_TIMESTAMP()) when Tables was read.
 	Second int64
+	// AutoIncKept: the reset that took it left AUTO_INCREMENT counters
+	// where the tests moved them (Target.KeepAutoIncrement).
+	AutoIncKept bool
 	// With Target.Dir: the database directory's identity and modification
 	// time, and a digest of the database's routines and events.
 	Dir      DirStamp
@@ -102,7 +110,7 @@ type TableState struct {
 func Reset(ctx context.Context, t Target) (testdbd.ResetReport, *Baseline, error) {
 	start := time.Now()
 	r := testdbd.ResetReport{Database: t.Database, Requested: t.Strategy, Strategy: t.Strategy,
-		TablesTotal: len(t.Schema.Tables)}
+		TablesTotal: len(t.Schema.Tables), KeepAutoIncrement: t.KeepAutoIncrement}
 	if r.Strategy == testdbd.StrategyUnspecified {
 		r.Strategy, r.Requested = testdbd.StrategySnapshot, testdbd.StrategySnapshot
 	}
@@ -182,8 +190,9 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 	changed, unsure := rs.candidates(obs)
 	forced := rs.alwaysRestored()
 	changed, unsure = without(changed, forced), without(unsure, forced)
+	drifted := rs.drifted(obs, changed, unsure, forced)
 	if t.Strategy == testdbd.StrategyRollback {
-		return rs.rollback(ctx, append(changed, unsure...), forced, obs)
+		return rs.rollback(ctx, append(changed, unsure...), forced, drifted, obs)
 	}
 	restore := append(changed, forced...)
 	if len(unsure) > 0 {
@@ -195,10 +204,10 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 		restore = append(restore, differ...)
 		rs.r.Phases.Verify = time.Since(phase)
 	}
-	if len(restore) == 0 && len(obs.statsTouched) == 0 {
+	if len(restore)+len(drifted) == 0 && len(obs.statsTouched) == 0 {
 		return rs.baselineAfter(nil), nil
 	}
-	return rs.restoreAndRewind(ctx, restore, nil, obs, rs.r.Strategy)
+	return rs.restoreAndRewind(ctx, restore, drifted, obs, rs.r.Strategy)
 }
 
 // needsFullCheck says why the fast path cannot be trusted, or "".
@@ -306,6 +315,27 @@ func (rs *resetter) alwaysRestored() []*schema.Table {
 	return out
 }
 
+// drifted returns, for a reset that rewinds AUTO_INCREMENT after one that
+// kept it, the tables whose counter is not the template's and that are
+// not otherwise candidates (those are restored or checked with their
+// counter).
+func (rs *resetter) drifted(obs *observation, lists ...[]*schema.Table) []*schema.Table {
+	if rs.t.KeepAutoIncrement || rs.t.Baseline == nil || !rs.t.Baseline.AutoIncKept {
+		return nil
+	}
+	var others []*schema.Table
+	for _, l := range lists {
+		others = append(others, l...)
+	}
+	var out []*schema.Table
+	for _, tbl := range without(rs.t.Schema.Tables, others) {
+		if tbl.AutoIncrement != 0 && autoIncDiffers(obs.tables[tbl.Name], tbl) {
+			out = append(out, tbl)
+		}
+	}
+	return out
+}
+
 // without returns tables less those in drop.
 func without(tables, drop []*schema.Table) []*schema.Table {
 	if len(drop) == 0 {
@@ -340,7 +370,7 @@ func (rs *resetter) differing(ctx context.Context, tables []*schema.Table, obs *
 	}
 	var out []*schema.Table
 	for _, tbl := range tables {
-		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum || autoIncDiffers(obs.tables[tbl.Name], tbl) {
+		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum || (!rs.t.KeepAutoIncrement && autoIncDiffers(obs.tables[tbl.Name], tbl)) {
 			out = append(out, tbl)
 		}
 	}
@@ -366,6 +396,7 @@ func (rs *resetter) checksums(ctx context.Context, tables []*schema.Table) (map[
 // watched directory is read again.
 func (rs *resetter) baselineAfter(restored []*schema.Table) *Baseline {
 	b := rs.obs.baseline()
+	b.AutoIncKept = rs.t.KeepAutoIncrement
 	if rs.t.Dir != "" && len(restored) > 0 {
 		b.Dir, _ = statDir(rs.t.Dir) // unreadable: a zero stamp makes the next reset check everything
 	}
@@ -381,10 +412,10 @@ func (rs *resetter) baselineAfter(restored []*schema.Table) *Baseline {
 // rolls back). Check with CHECKSUM TABLE that nothing was committed to the
 // candidate tables, restore the ones that differ, and rewind the
 // AUTO_INCREMENT counters that moved.
-func (rs *resetter) rollback(ctx context.Context, candidates, forced []*schema.Table, obs *observation) (*Baseline, error) {
+func (rs *resetter) rollback(ctx context.Context, candidates, forced, drifted []*schema.Table, obs *observation) (*Baseline, error) {
 	if len(candidates) == 0 {
-		if len(obs.statsTouched) > 0 || len(forced) > 0 {
-			return rs.restoreAndRewind(ctx, forced, nil, obs, testdbd.StrategySnapshot)
+		if len(obs.statsTouched) > 0 || len(forced)+len(drifted) > 0 {
+			return rs.restoreAndRewind(ctx, forced, drifted, obs, testdbd.StrategySnapshot)
 		}
 		return rs.baselineAfter(nil), nil
 	}
@@ -397,7 +428,7 @@ func (rs *resetter) rollback(ctx context.Context, candidates, forced []*schema.T
 	for _, tbl := range candidates {
 		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum {
 			committed = append(committed, tbl)
-		} else if autoIncDiffers(obs.tables[tbl.Name], tbl) {
+		} else if !rs.t.KeepAutoIncrement && autoIncDiffers(obs.tables[tbl.Name], tbl) {
 			rewind = append(rewind, tbl)
 		}
 	}
@@ -407,6 +438,7 @@ func (rs *resetter) rollback(ctx context.Context, candidates, forced []*schema.T
 		rs.r.FallbackReason = "writes were committed to " + tableNames(committed) +
 			" (an explicit COMMIT, an implicit commit by DDL, or a second connection); restored them from the template"
 	}
+	rewind = append(rewind, drifted...)
 	if len(committed)+len(rewind)+len(forced) == 0 && len(obs.statsTouched) == 0 {
 		return rs.baselineAfter(nil), nil
 	}
@@ -454,6 +486,9 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	// rows are laid out unlike the template's: they go back too. (An empty
 	// table's recomputed statistics are the template's.)
 	rewinds := func(tbl *schema.Table) bool {
+		if rs.t.KeepAutoIncrement {
+			return false
+		}
 		if truncate(tbl) {
 			return tbl.AutoIncrement != 0 && tbl.AutoIncrement != tbl.NaturalAutoIncrement
 		}
@@ -586,7 +621,7 @@ func (rs *resetter) fullCheck(ctx context.Context, why string) (*Baseline, error
 	restore := forced
 	for _, tbl := range without(rs.t.Schema.Tables, forced) {
 		w, _ := worker.Table(tbl.Name)
-		if w.Checksum != tbl.Checksum || w.AutoIncrement != tbl.AutoIncrement || w.Rows != tbl.Rows {
+		if w.Checksum != tbl.Checksum || (!rs.t.KeepAutoIncrement && w.AutoIncrement != tbl.AutoIncrement) || w.Rows != tbl.Rows {
 			restore = append(restore, tbl)
 		}
 	}

@@ -362,12 +362,14 @@ DATABASE_URL, TESTDBD_LEASE_ID, ...) for eval "$(testdbd lease ...)";
 --format dsn and url print one line, and the lease's id on stderr.`
 	var template, templateHash, strategy, worker, idFile string
 	var ttl, wait time.Duration
+	var keepAI bool
 	c.fs.StringVar(&template, "template", "", "the template to lease from (required)")
 	c.fs.StringVar(&templateHash, "template-hash", "", "pin the lease to this build of the template (default $TESTDBD_TEMPLATE_HASH when $TESTDBD_TEMPLATE names the same template: what template ensure --format env exports)")
 	c.fs.StringVar(&strategy, "strategy", "", "reset strategy: truncate, snapshot or rollback (default the daemon's)")
 	c.fs.DurationVar(&ttl, "ttl", 0, "time to live, e.g. 10m (default the daemon's --lease-ttl)")
 	c.fs.StringVar(&worker, "worker", "", "sticky key: the same worker gets its previous database back when it can")
 	c.fs.DurationVar(&wait, "wait", 0, "how long to wait for a free database, e.g. 30s (default the daemon's --wait-timeout)")
+	c.fs.BoolVar(&keepAI, "keep-auto-increment", false, "resets leave AUTO_INCREMENT where the tests moved it (ids drift; resets are faster)")
 	c.fs.StringVar(&idFile, "id-file", "", "also write the lease's id to this file, for testdbd release \"$(cat FILE)\"")
 	if _, err := c.parse(args); err != nil {
 		return err
@@ -392,7 +394,7 @@ DATABASE_URL, TESTDBD_LEASE_ID, ...) for eval "$(testdbd lease ...)";
 	// No deadline of our own: the daemon bounds the wait (--max-wait-timeout).
 	l, err := cl.AcquireLease(ctx, client.AcquireLeaseRequest{
 		Template: template, TemplateHash: templateHash, Strategy: s, TTLSeconds: int32((ttl + time.Second - 1) / time.Second),
-		Worker: worker, WaitTimeoutMs: wait.Milliseconds(),
+		Worker: worker, WaitTimeoutMs: wait.Milliseconds(), KeepAutoIncrement: keepAI,
 	})
 	if err != nil {
 		return err

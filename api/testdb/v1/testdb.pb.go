@@ -1679,9 +1679,16 @@ type AcquireLeaseRequest struct {
 	// EnsureTemplate returned): a name now pointing at another build fails
 	// with FAILED_PRECONDITION (409) naming both hashes, instead of handing
 	// out another schema. Empty means the name's current build.
-	TemplateHash  string `protobuf:"bytes,7,opt,name=template_hash,json=templateHash,proto3" json:"template_hash,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TemplateHash string `protobuf:"bytes,7,opt,name=template_hash,json=templateHash,proto3" json:"template_hash,omitempty"`
+	// Leaves AUTO_INCREMENT counters where the lease's tests moved them
+	// instead of rewinding them to the template's: the ids a test gets drift
+	// from one test to the next (as with the frameworks' transaction mode),
+	// and resets skip their costliest statement (ALTER TABLE ... AUTO_INCREMENT,
+	// DDL). Rows, schema and everything else are still the template's. The
+	// reset after the lease ends rewinds them.
+	KeepAutoIncrement bool `protobuf:"varint,8,opt,name=keep_auto_increment,json=keepAutoIncrement,proto3" json:"keep_auto_increment,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *AcquireLeaseRequest) Reset() {
@@ -1761,6 +1768,13 @@ func (x *AcquireLeaseRequest) GetTemplateHash() string {
 		return x.TemplateHash
 	}
 	return ""
+}
+
+func (x *AcquireLeaseRequest) GetKeepAutoIncrement() bool {
+	if x != nil {
+		return x.KeepAutoIncrement
+	}
+	return false
 }
 
 type AcquireLeaseResponse struct {
@@ -2298,9 +2312,12 @@ type Lease struct {
 	MaxConnections int32 `protobuf:"varint,20,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
 	// Why the lease ended, when it did (released, expired, failed: e.g. its
 	// database outgrew --lease-space, or its server died).
-	EndedReason   string `protobuf:"bytes,21,opt,name=ended_reason,json=endedReason,proto3" json:"ended_reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	EndedReason string `protobuf:"bytes,21,opt,name=ended_reason,json=endedReason,proto3" json:"ended_reason,omitempty"`
+	// Whether the lease's resets leave AUTO_INCREMENT where its tests moved
+	// it (AcquireLeaseRequest.keep_auto_increment).
+	KeepAutoIncrement bool `protobuf:"varint,22,opt,name=keep_auto_increment,json=keepAutoIncrement,proto3" json:"keep_auto_increment,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Lease) Reset() {
@@ -2480,6 +2497,13 @@ func (x *Lease) GetEndedReason() string {
 	return ""
 }
 
+func (x *Lease) GetKeepAutoIncrement() bool {
+	if x != nil {
+		return x.KeepAutoIncrement
+	}
+	return false
+}
+
 // ResetReport says what a reset did and how long each phase took.
 type ResetReport struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -2503,8 +2527,11 @@ type ResetReport struct {
 	// Sessions of the lease that were still open and were ended.
 	SessionsEnded int32  `protobuf:"varint,10,opt,name=sessions_ended,json=sessionsEnded,proto3" json:"sessions_ended,omitempty"`
 	Database      string `protobuf:"bytes,11,opt,name=database,proto3" json:"database,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The reset left AUTO_INCREMENT counters where the tests moved them (the
+	// lease's keep_auto_increment); otherwise they are the template's.
+	KeepAutoIncrement bool `protobuf:"varint,12,opt,name=keep_auto_increment,json=keepAutoIncrement,proto3" json:"keep_auto_increment,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ResetReport) Reset() {
@@ -2612,6 +2639,13 @@ func (x *ResetReport) GetDatabase() string {
 		return x.Database
 	}
 	return ""
+}
+
+func (x *ResetReport) GetKeepAutoIncrement() bool {
+	if x != nil {
+		return x.KeepAutoIncrement
+	}
+	return false
 }
 
 // ResetPhases are the phases of a reset, in milliseconds.
@@ -3825,7 +3859,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x06leased\x18\x02 \x01(\x05R\x06leased\x12\x1c\n" +
 	"\tresetting\x18\x03 \x01(\x05R\tresetting\x12\x1a\n" +
 	"\bcreating\x18\x04 \x01(\x05R\bcreating\x12\x16\n" +
-	"\x06target\x18\x05 \x01(\x05R\x06target\"\x91\x02\n" +
+	"\x06target\x18\x05 \x01(\x05R\x06target\"\xc1\x02\n" +
 	"\x13AcquireLeaseRequest\x12\x1a\n" +
 	"\btemplate\x18\x01 \x01(\tR\btemplate\x12/\n" +
 	"\bstrategy\x18\x02 \x01(\x0e2\x13.testdb.v1.StrategyR\bstrategy\x12\x1f\n" +
@@ -3834,7 +3868,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x06worker\x18\x04 \x01(\tR\x06worker\x12&\n" +
 	"\x0fwait_timeout_ms\x18\x05 \x01(\x05R\rwaitTimeoutMs\x12'\n" +
 	"\x0fmax_connections\x18\x06 \x01(\x05R\x0emaxConnections\x12#\n" +
-	"\rtemplate_hash\x18\a \x01(\tR\ftemplateHash\">\n" +
+	"\rtemplate_hash\x18\a \x01(\tR\ftemplateHash\x12.\n" +
+	"\x13keep_auto_increment\x18\b \x01(\bR\x11keepAutoIncrement\">\n" +
 	"\x14AcquireLeaseResponse\x12&\n" +
 	"\x05lease\x18\x01 \x01(\v2\x10.testdb.v1.LeaseR\x05lease\"!\n" +
 	"\x0fGetLeaseRequest\x12\x0e\n" +
@@ -3859,7 +3894,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x13ReleaseLeaseRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\">\n" +
 	"\x14ReleaseLeaseResponse\x12&\n" +
-	"\x05lease\x18\x01 \x01(\v2\x10.testdb.v1.LeaseR\x05lease\"\x8a\x05\n" +
+	"\x05lease\x18\x01 \x01(\v2\x10.testdb.v1.LeaseR\x05lease\"\xba\x05\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\btemplate\x18\x02 \x01(\tR\btemplate\x12/\n" +
@@ -3886,7 +3921,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x06resets\x18\x12 \x01(\x05R\x06resets\x12#\n" +
 	"\rtemplate_hash\x18\x13 \x01(\tR\ftemplateHash\x12'\n" +
 	"\x0fmax_connections\x18\x14 \x01(\x05R\x0emaxConnections\x12!\n" +
-	"\fended_reason\x18\x15 \x01(\tR\vendedReason\"\xc1\x03\n" +
+	"\fended_reason\x18\x15 \x01(\tR\vendedReason\x12.\n" +
+	"\x13keep_auto_increment\x18\x16 \x01(\bR\x11keepAutoIncrement\"\xf1\x03\n" +
 	"\vResetReport\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12/\n" +
 	"\bstrategy\x18\x02 \x01(\x0e2\x13.testdb.v1.StrategyR\bstrategy\x12B\n" +
@@ -3899,7 +3935,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x0eschema_changes\x18\t \x03(\tR\rschemaChanges\x12%\n" +
 	"\x0esessions_ended\x18\n" +
 	" \x01(\x05R\rsessionsEnded\x12\x1a\n" +
-	"\bdatabase\x18\v \x01(\tR\bdatabase\"\xa4\x01\n" +
+	"\bdatabase\x18\v \x01(\tR\bdatabase\x12.\n" +
+	"\x13keep_auto_increment\x18\f \x01(\bR\x11keepAutoIncrement\"\xa4\x01\n" +
 	"\vResetPhases\x12\x1f\n" +
 	"\vsessions_ms\x18\x01 \x01(\x01R\n" +
 	"sessionsMs\x12\x1b\n" +
