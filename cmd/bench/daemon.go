@@ -191,8 +191,14 @@ func (d *daemon) waitIdle(ctx context.Context, name string, want int) error {
 
 // acquire leases a database for an hour, waiting up to 30 s for one.
 func (d *daemon) acquire(ctx context.Context, template string, strategy client.Strategy, worker string) (*client.Lease, error) {
+	return d.acquireKeep(ctx, template, strategy, worker, false)
+}
+
+// acquireKeep is acquire, with keep asking for a lease that keeps
+// AUTO_INCREMENT.
+func (d *daemon) acquireKeep(ctx context.Context, template string, strategy client.Strategy, worker string, keep bool) (*client.Lease, error) {
 	return d.api.AcquireLease(ctx, client.AcquireLeaseRequest{
-		Template: template, Strategy: strategy, Worker: worker, TTLSeconds: 3600, WaitTimeoutMs: 30000,
+		Template: template, Strategy: strategy, Worker: worker, TTLSeconds: 3600, WaitTimeoutMs: 30000, KeepAutoIncrement: keep,
 	})
 }
 

@@ -24,10 +24,13 @@ const (
 	vFloorTruncate = "floor truncate"
 	vFloorSnapshot = "floor snapshot"
 	vFloorRollback = "floor rollback"
+	// vFloorSnapshotKeep: the snapshot restore without the rewind.
+	vFloorSnapshotKeep = "floor snapshot, keep AUTO_INCREMENT"
 )
 
 // floorOf names each strategy variant's floor.
-var floorOf = map[string]string{vTruncate: vFloorTruncate, vSnapshot: vFloorSnapshot, vRollback: vFloorRollback}
+var floorOf = map[string]string{vTruncate: vFloorTruncate, vSnapshot: vFloorSnapshot, vRollback: vFloorRollback,
+	vSnapshotKeep: vFloorSnapshotKeep}
 
 // floorDatabase is the benchmark's own copy of the template on the
 // daemon's server.
@@ -97,7 +100,7 @@ func newFloorVariants(ctx context.Context, d *daemon, template string) (_ []vari
 	if err != nil {
 		return nil, err
 	}
-	restore := func(clear string, copyRows bool) string {
+	restore := func(clear string, copyRows, rewind bool) string {
 		var b strings.Builder
 		b.WriteString("SET FOREIGN_KEY_CHECKS = 0")
 		for _, tbl := range workload.Dirty {
@@ -107,7 +110,9 @@ func newFloorVariants(ctx context.Context, d *daemon, template string) (_ []vari
 			if copyRows {
 				fmt.Fprintf(&b, "; INSERT INTO `%s` SELECT * FROM `%s`.`%s`", tbl, t.Database, tbl)
 			}
-			fmt.Fprintf(&b, "; ALTER TABLE `%s` AUTO_INCREMENT = %d", tbl, autoInc[tbl])
+			if rewind {
+				fmt.Fprintf(&b, "; ALTER TABLE `%s` AUTO_INCREMENT = %d", tbl, autoInc[tbl])
+			}
 		}
 		b.WriteString("; SET FOREIGN_KEY_CHECKS = 1")
 		return b.String()
@@ -120,9 +125,10 @@ func newFloorVariants(ctx context.Context, d *daemon, template string) (_ []vari
 	for _, v := range []struct {
 		label, reset string
 	}{
-		{vFloorTruncate, restore("TRUNCATE TABLE", true)},
-		{vFloorSnapshot, restore("DELETE FROM", true)},
-		{vFloorRollback, restore("", false)},
+		{vFloorTruncate, restore("TRUNCATE TABLE", true, true)},
+		{vFloorSnapshot, restore("DELETE FROM", true, true)},
+		{vFloorRollback, restore("", false, true)},
+		{vFloorSnapshotKeep, restore("DELETE FROM", true, false)},
 	} {
 		db := sql.OpenDB(connector)
 		db.SetMaxOpenConns(1)

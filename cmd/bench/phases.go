@@ -451,7 +451,7 @@ func (b *bench) resetPhase(ctx context.Context, d *daemon, disk, tmpfs *baseServ
 	if err := add(newFreshVariant(ctx, vFreshTmpfs, tmpfs, "fresh", src, b.plan.Tables)); err != nil {
 		return err
 	}
-	for _, name := range []string{vTruncate, vSnapshot, vRollback} {
+	for _, name := range []string{vTruncate, vSnapshot, vRollback, vSnapshotKeep} {
 		if err := add(newLeaseVariant(ctx, name, d, mainTemplate, "reset-"+name)); err != nil {
 			return err
 		}

@@ -94,6 +94,10 @@ func renderHeadline(w *strings.Builder, r *Results) {
 			"on disk (%s), %s s on tmpfs (%s).\n",
 			r.Plan.SuiteTests, par, fmtSec(snap), fmtSec(base), fmtX(base/snap), fmtSec(tmp), fmtX(tmp/snap))
 	}
+	if keep, exact := resetSummary(r.Resets, vSnapshotKeep), resetSummary(r.Resets, vSnapshot); keep.N > 0 {
+		fmt.Fprintf(w, "- **testdbd snapshot on a lease that keeps AUTO_INCREMENT** (no rewind; ids drift): reset p50 %s ms, against %s ms "+
+			"rewinding exactly.\n", fmtMs(keep.P50), fmtMs(exact.P50))
+	}
 	if built, restored, ok := cacheMedians(r); ok {
 		fmt.Fprintf(w, "- Template cache: a template of %d migration files took %s s to build; another daemon with the same "+
 			"cache directory had it ready in %s s (%s of the build time, median of %d).\n",
@@ -146,7 +150,7 @@ func barRows(r *Results) []bar {
 			fmt.Sprintf("%s ms (daemon's own total_ms %s ms; %s ms in the scale phase, whose server holds %d databases instead of %d)",
 				fmtMs(s.P50), fmtMs(srv), fmtMs(small.P50), scaleCopies, r.Plan.ResetPool+1), s.P50 <= resetBars[v])
 	}
-	for _, v := range strategyVariants {
+	for _, v := range append(strategyVariants[:len(strategyVariants):len(strategyVariants)], vSnapshotKeep) {
 		x, p50, floor := floorRatio(r, v)
 		add(phaseReset, fmt.Sprintf("reset p50 over the raw floor (the server's own restore of the 5 dirty tables, one round trip) — %s", short(v)),
 			fmt.Sprintf("≤ %gx", barOverFloor), fmt.Sprintf("%s (p50 %s ms over %s ms)", fmtX(x), fmtMs(p50), fmtMs(floor)), x <= barOverFloor)
@@ -313,7 +317,7 @@ func renderResets(w *strings.Builder, r *Results) {
 		"\"HTTP\" is the client-observed time minus `total_ms`, p50):\n\n")
 	fmt.Fprintf(w, "| variant | total_ms p50 | p99 | max | sessions | detect | verify | restore | schema | HTTP | fallbacks |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, v := range []string{vTruncate, vSnapshot, vRollback} {
+	for _, v := range []string{vTruncate, vSnapshot, vRollback, vSnapshotKeep} {
 		renderServerRow(w, r.Resets, v)
 	}
 	fmt.Fprintf(w, "\n")

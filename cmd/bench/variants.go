@@ -32,14 +32,18 @@ const (
 	vTruncate     = "testdbd truncate"
 	vSnapshot     = "testdbd snapshot"
 	vRollback     = "testdbd rollback"
+	// vSnapshotKeep is the snapshot strategy on a lease that keeps
+	// AUTO_INCREMENT (no rewind); its floor is vFloorSnapshotKeep.
+	vSnapshotKeep = "testdbd snapshot, keep AUTO_INCREMENT"
 )
 
-var variantOrder = []string{vLaravelDisk, vLaravelTmpfs, vFreshDisk, vFreshTmpfs, vTruncate, vSnapshot, vRollback,
-	vFloorTruncate, vFloorSnapshot, vFloorRollback}
+var variantOrder = []string{vLaravelDisk, vLaravelTmpfs, vFreshDisk, vFreshTmpfs, vTruncate, vSnapshot, vRollback, vSnapshotKeep,
+	vFloorTruncate, vFloorSnapshot, vFloorRollback, vFloorSnapshotKeep}
 
 // strategyName maps a testdbd variant to its API strategy.
 var strategyName = map[string]client.Strategy{
 	vTruncate: client.StrategyTruncate, vSnapshot: client.StrategySnapshot, vRollback: client.StrategyRollback,
+	vSnapshotKeep: client.StrategySnapshot,
 }
 
 // laravelVariant: a worker's database on a baseline server, truncated the
@@ -127,7 +131,7 @@ type leaseVariant struct {
 }
 
 func newLeaseVariant(ctx context.Context, label string, d *daemon, template, worker string) (*leaseVariant, error) {
-	l, err := d.acquire(ctx, template, strategyName[strings.SplitN(label, "@", 2)[0]], worker)
+	l, err := d.acquireKeep(ctx, template, strategyName[strings.SplitN(label, "@", 2)[0]], worker, label == vSnapshotKeep)
 	if err != nil {
 		return nil, err
 	}
