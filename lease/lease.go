@@ -40,7 +40,7 @@ type lease struct {
 	state    string
 	why      string // why it ended, when it did
 	resets   int64
-	maxConns int // the account's MAX_USER_CONNECTIONS
+	maxConns int  // the account's MAX_USER_CONNECTIONS
 	keepAI   bool // resets leave AUTO_INCREMENT where the tests moved it
 	timer    *time.Timer
 }
