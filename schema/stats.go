@@ -79,3 +79,29 @@ func statsTables(tables []*Table) string {
 func literal(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(s) + "'"
 }
+
+// StatsDifferSQL returns a query of the statistics rows' table names (as the
+// servers store them: filename-encoded, per partition) among tables of
+// database target whose statistics are not the template's: a table or
+// index figure that differs, or a row the template lacks.
+func (s *Schema) StatsDifferSQL(target string, tables []*Table) string {
+	tgt, src := literal(target), literal(s.Database)
+	return "SELECT table_name FROM (" +
+		"SELECT w.table_name FROM mysql.innodb_table_stats w LEFT JOIN mysql.innodb_table_stats t " +
+		"ON t.database_name = " + src + " AND t.table_name = w.table_name WHERE w.database_name = " + tgt +
+		" AND (t.table_name IS NULL OR NOT (w.n_rows <=> t.n_rows AND w.clustered_index_size <=> t.clustered_index_size" +
+		" AND w.sum_of_other_index_sizes <=> t.sum_of_other_index_sizes))" +
+		" UNION SELECT w.table_name FROM mysql.innodb_index_stats w LEFT JOIN mysql.innodb_index_stats t" +
+		" ON t.database_name = " + src + " AND t.table_name = w.table_name AND t.index_name = w.index_name AND t.stat_name = w.stat_name" +
+		" WHERE w.database_name = " + tgt + " AND (t.table_name IS NULL OR NOT (w.stat_value <=> t.stat_value AND w.sample_size <=> t.sample_size))" +
+		") x WHERE " + statsTables(tables)
+}
+
+// StatsSentinelSQL marks the statistics rows of tables of database target
+// as copied from the template (StatsSentinel), for statistics a server
+// recomputed to the template's figures.
+func (s *Schema) StatsSentinelSQL(target string, tables []*Table) string {
+	in, tgt := statsTables(tables), literal(target)
+	return fmt.Sprintf("UPDATE mysql.innodb_table_stats SET last_update = '%s' WHERE database_name = %s AND %s;\n", StatsSentinel, tgt, in) +
+		fmt.Sprintf("UPDATE mysql.innodb_index_stats SET last_update = '%s' WHERE database_name = %s AND %s;\n", StatsSentinel, tgt, in)
+}

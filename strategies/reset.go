@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/accounts"
+	"github.com/testdbd/testdbd/internal/filename"
 	"github.com/testdbd/testdbd/schema"
 	"golang.org/x/sys/unix"
 )
@@ -483,8 +484,9 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	}
 	// ALTER TABLE … AUTO_INCREMENT makes InnoDB recompute the table's
 	// statistics from its pages, which in a copy of a table that holds
-	// rows are laid out unlike the template's: they go back too. (An empty
-	// table's recomputed statistics are the template's.)
+	// rows may be laid out unlike the template's: settleStats checks them
+	// afterwards. (An empty table's recomputed statistics are the
+	// template's.)
 	rewinds := func(tbl *schema.Table) bool {
 		if rs.t.KeepAutoIncrement {
 			return false
@@ -494,14 +496,10 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 		}
 		return tbl.AutoIncrement != 0 && autoIncDiffers(obs.tables[tbl.Name], tbl)
 	}
-	for _, tbl := range restore {
-		if rewinds(tbl) && tbl.Rows > 0 {
-			restats[tbl.Name] = true
-		}
-	}
-	for _, tbl := range rewind {
-		if tbl.Rows > 0 {
-			restats[tbl.Name] = true
+	var recomputed []*schema.Table
+	for _, tbl := range append(append([]*schema.Table(nil), restore...), rewind...) {
+		if tbl.Rows > 0 && !restats[tbl.Name] && (rewinds(tbl) || containsTable(rewind, tbl)) {
+			recomputed = append(recomputed, tbl)
 		}
 	}
 	// Triggers are dropped around the copy, so that they do not fire, and
@@ -591,6 +589,11 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 		}
 		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
 	}
+	if err == nil && len(recomputed) > 0 {
+		var renamed []*schema.Table
+		renamed, err = rs.settleStats(ctx, recomputed)
+		statsTables = append(statsTables, renamed...)
+	}
 	rs.r.Phases.Restore = time.Since(phase)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", tableNames(restore), err)
@@ -598,6 +601,93 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	// Renaming a table for its statistics resets its counters: treat it as
 	// restored.
 	return rs.baselineAfter(append(append(restore, rewind...), statsTables...)), nil
+}
+
+// settleStats follows an ALTER TABLE … AUTO_INCREMENT of tables that hold
+// rows, which made InnoDB recompute their statistics: where the figures
+// came out as the template's, the rows get their copied mark back
+// (schema.StatsSentinel) and nothing else is needed; where they differ,
+// the template's go back (schema.StatsSQL, which renames the table: its
+// triggers are dropped and re-created around it). It returns the tables
+// renamed.
+func (rs *resetter) settleStats(ctx context.Context, tables []*schema.Table) ([]*schema.Table, error) {
+	s, db := rs.t.Schema, schema.Quote(rs.t.Database)
+	differs := map[string]bool{}
+	err := schema.EachRow(ctx, rs.conn, s.StatsDifferSQL(rs.t.Database, tables), nil, func(rows *sql.Rows) error {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return err
+		}
+		if decoded, err := filename.Decode(name); err == nil {
+			name = decoded
+		}
+		name, _ = partitionOf(name)
+		differs[name] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compare statistics: %w", err)
+	}
+	var same, differ []*schema.Table
+	for _, tbl := range tables {
+		if differs[tbl.Name] {
+			differ = append(differ, tbl)
+		} else {
+			same = append(same, tbl)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;\n")
+	if len(same) > 0 {
+		b.WriteString(s.StatsSentinelSQL(rs.t.Database, same))
+	}
+	ddl := 0
+	var triggers []schema.Object
+	if len(differ) > 0 {
+		for _, tr := range s.Triggers {
+			if containsTableName(differ, tr.Table) {
+				triggers = append(triggers, tr)
+				fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, schema.Quote(tr.Name))
+			}
+		}
+		stats, statsDDL := s.StatsSQL(rs.t.Database, differ)
+		b.WriteString(stats)
+		ddl += statsDDL + 2*len(triggers)
+		if len(triggers) > 0 {
+			fmt.Fprintf(&b, "USE %s;\n", db)
+			if err := schema.WriteObjects(&b, triggers, rs.t.Owner); err != nil {
+				return nil, err
+			}
+		}
+	}
+	b.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\n")
+	b.WriteString(schema.ResetSession)
+	for attempt := 0; ; attempt++ {
+		err = rs.t.DDL.Exec(ctx, rs.conn, ddl, b.String())
+		if err == nil || attempt == 4 || !Retryable(err) {
+			break
+		}
+		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
+	}
+	return differ, err
+}
+
+func containsTable(tables []*schema.Table, t *schema.Table) bool {
+	for _, x := range tables {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+func containsTableName(tables []*schema.Table, name string) bool {
+	for _, x := range tables {
+		if x.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // fullCheck compares every object and every table of the worker with the
