@@ -12,6 +12,12 @@
 // them, a missing baseline, or detector preconditions that do not hold make
 // the reset check every object and every table against the template.
 //
+// It is larger than most packages (about 1,400 lines) because a reset is
+// one algorithm whose steps share what detection read (reset.go: sessions,
+// detection, verification, restore, statistics; scan.go: the shared
+// detection query; ddl.go: the server's DDL accounting); splitting it would
+// pass that state between packages.
+//
 // It imports accounts (ending a lease's sessions), schema (the template's
 // captured definition), instance-free SQL over database/sql, and the root
 // package.

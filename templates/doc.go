@@ -4,6 +4,11 @@
 // instance (create it, run the migrations and the seed, capture its
 // definition for cloning).
 //
+// It is larger than most packages (about 1,200 lines): besides builds from
+// migrations and external builds (build.go) it holds the template cache
+// (cache.go) and the portable images it stores (image.go), which are
+// another way of building the same template and share its capture.
+//
 // Where templates are built and how their worker databases are pooled is
 // the lease package's business; this package does the work on one
 // instance. It imports migrations (running them), schema (capturing the
