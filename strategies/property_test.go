@@ -75,10 +75,10 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, counters bool) {
 				f.t = t
 				rng := rand.New(rand.NewPCG(seed, uint64(s)))
 				db := "w_prop_" + s.String()
-			if keep {
-				db = "w_prop_keep_" + s.String() // user names are at most 32 characters on MySQL
-			}
-			tg, a := f.worker(db, s)
+				if keep {
+					db = "w_prop_keep_" + s.String() // user names are at most 32 characters on MySQL
+				}
+				tg, a := f.worker(db, s)
 				tg.KeepAutoIncrement = keep
 				b := reopenAs(t, a) // a second client of the same lease
 				stats := map[string]int{}
