@@ -131,3 +131,19 @@ func WaitReady(ctx context.Context, e testdbd.Endpoint, life *Lifecycle, logTail
 		}
 	}
 }
+
+// StopAll stops servers at once and returns each one's error, in order:
+// what a provider's Close does with the servers it started.
+func StopAll[S interface{ Stop(context.Context) error }](ctx context.Context, servers []S) []error {
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Stop(ctx)
+		}()
+	}
+	wg.Wait()
+	return errs
+}

@@ -332,16 +332,7 @@ func (p *Provider) Close(ctx context.Context) error {
 	p.lock = nil
 	p.mu.Unlock()
 
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.Stop(ctx)
-		}()
-	}
-	wg.Wait()
+	errs := instance.StopAll(ctx, servers)
 	// Pods of starts still in flight, or whose deletion failed above.
 	errs = append(errs, p.sweep(ctx, "deleted a pod left at shutdown"))
 	p.stopWatching()
