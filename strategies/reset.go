@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -344,11 +345,7 @@ func without(tables, drop []*schema.Table) []*schema.Table {
 	}
 	var out []*schema.Table
 	for _, t := range tables {
-		keep := true
-		for _, d := range drop {
-			keep = keep && d != t
-		}
-		if keep {
+		if !slices.Contains(drop, t) {
 			out = append(out, t)
 		}
 	}
@@ -498,7 +495,7 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	}
 	var recomputed []*schema.Table
 	for _, tbl := range append(append([]*schema.Table(nil), restore...), rewind...) {
-		if tbl.Rows > 0 && !restats[tbl.Name] && (rewinds(tbl) || containsTable(rewind, tbl)) {
+		if tbl.Rows > 0 && !restats[tbl.Name] && (rewinds(tbl) || slices.Contains(rewind, tbl)) {
 			recomputed = append(recomputed, tbl)
 		}
 	}
@@ -645,7 +642,7 @@ func (rs *resetter) settleStats(ctx context.Context, tables []*schema.Table) ([]
 	var triggers []schema.Object
 	if len(differ) > 0 {
 		for _, tr := range s.Triggers {
-			if containsTableName(differ, tr.Table) {
+			if slices.ContainsFunc(differ, func(t *schema.Table) bool { return t.Name == tr.Table }) {
 				triggers = append(triggers, tr)
 				fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, schema.Quote(tr.Name))
 			}
@@ -670,24 +667,6 @@ func (rs *resetter) settleStats(ctx context.Context, tables []*schema.Table) ([]
 		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
 	}
 	return differ, err
-}
-
-func containsTable(tables []*schema.Table, t *schema.Table) bool {
-	for _, x := range tables {
-		if x == t {
-			return true
-		}
-	}
-	return false
-}
-
-func containsTableName(tables []*schema.Table, name string) bool {
-	for _, x := range tables {
-		if x.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // fullCheck compares every object and every table of the worker with the

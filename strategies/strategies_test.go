@@ -269,7 +269,13 @@ func (f *fixture) alwaysRestored() []string {
 	if f.srv.Flavor != testdbd.MySQL {
 		return nil
 	}
-	return []string{"articles"}
+	var names []string
+	for _, t := range f.schema.Tables {
+		if t.Fulltext {
+			names = append(names, t.Name)
+		}
+	}
+	return names
 }
 
 // forEachStrategy runs fn on a fixture of every engine cell, once per
