@@ -231,8 +231,12 @@ type ResetReport struct {
 	Phases         ResetPhases
 	TablesTotal    int      // tables checked
 	TablesReset    []string // tables restored
-	SchemaChanges  []string // schema objects put back
-	SessionsEnded  int
+	// TablesDelta are the tables of TablesReset restored by deleting the
+	// rows the test added (delta restore); the others were copied back
+	// whole from the template.
+	TablesDelta   []string
+	SchemaChanges []string // schema objects put back
+	SessionsEnded int
 	// KeepAutoIncrement: the reset left AUTO_INCREMENT where the tests
 	// moved it (a lease's choice); otherwise it is the template's.
 	KeepAutoIncrement bool

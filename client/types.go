@@ -225,6 +225,10 @@ type ResetReport struct {
 	// KeepAutoIncrement: this reset left AUTO_INCREMENT where the tests
 	// moved it; otherwise the counters are the template's.
 	KeepAutoIncrement bool `json:"keep_auto_increment"`
+	// TablesDelta are the tables of TablesReset restored by deleting only
+	// the rows the test added (big tables it only appended to); the others
+	// were copied back whole.
+	TablesDelta []string `json:"tables_delta"`
 }
 
 // ResetPhases are the phases of a reset, in milliseconds.

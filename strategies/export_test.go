@@ -9,3 +9,8 @@ func BreakDetector(ignore func(table string) bool) { brokenDetector = ignore }
 // what they see there (false restores it), to prove that the property test
 // fails when schema changes are missed.
 func BreakSchemaWatch(broken bool) { brokenSchemaWatch = broken }
+
+// BreakDelta makes the delta restore of big tables trust their row count
+// alone (false restores it), to prove that the property test fails when a
+// delta restore is taken for a table the test did more than append to.
+func BreakDelta(broken bool) { brokenDelta = broken }

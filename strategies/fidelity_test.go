@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -254,6 +255,61 @@ func TestKeepAutoIncrement(t *testing.T) {
 		}
 		if d := f.diff(tg.Database); len(d) > 0 {
 			t.Errorf("after the exact reset: %s", strings.Join(d, "\n"))
+		}
+	})
+}
+
+// TestDeltaRestore: a test that only adds rows to a big table (event_log,
+// 16,384 rows) gets them deleted by the reset instead of the table copied
+// back (MariaDB; snapshot and truncate), and is told so in tables_delta;
+// any other change to the table takes the whole-table path. Every case ends
+// equal to the template, and the reset after it finds nothing to restore.
+func TestDeltaRestore(t *testing.T) {
+	const add = "INSERT INTO event_log (kind, payload) VALUES (1, 'added')"
+	cases := []struct {
+		name  string
+		stmts []string
+		delta bool
+	}{
+		{"one row added", []string{add}, true},
+		{"rows added by two statements", []string{add, "INSERT INTO event_log (kind, payload) SELECT kind, payload FROM event_log WHERE id <= 3"}, true},
+		{"added and updated", []string{add, "UPDATE event_log SET payload = 'changed' WHERE id = 5"}, false},
+		{"added and deleted", []string{add, "DELETE FROM event_log WHERE id = 6"}, false},
+		{"added below the template's keys", []string{"INSERT INTO event_log (id, kind, payload) VALUES (-1, 1, 'low')"}, false},
+		{"added, and an insert rolled back", []string{add, "BEGIN; " + add + "; ROLLBACK"}, false},
+		// Its rows compare equal to the template's: only the counter is
+		// rewound.
+		{"an insert rolled back", []string{"BEGIN; " + add + "; ROLLBACK"}, false},
+		{"a key moved above the template's", []string{"UPDATE event_log SET id = 99999 WHERE id = 7"}, false},
+		{"replaced", []string{"REPLACE INTO event_log (id, kind, payload) VALUES (8, 1, 'replaced')"}, false},
+	}
+	forEachStrategy(t, func(t *testing.T, f *fixture, s testdbd.Strategy) {
+		tg, db := f.worker("w_delta_"+s.String(), s)
+		engineDelta := f.srv.Flavor == testdbd.MariaDB && s != testdbd.StrategyRollback
+		for _, c := range cases {
+			for _, q := range c.stmts {
+				mustExec(t, db, q)
+			}
+			rep := f.reset(tg)
+			if !slices.Contains(rep.TablesReset, "event_log") {
+				t.Fatalf("%s: event_log not restored: %+v", c.name, rep)
+			}
+			if got := slices.Contains(rep.TablesDelta, "event_log"); got != (c.delta && engineDelta) {
+				t.Errorf("%s: restored by deleting the added rows: %v, want %v (%+v)", c.name, got, c.delta && engineDelta, rep)
+			}
+			if s != testdbd.StrategyRollback && rep.FallbackReason != "" {
+				t.Errorf("%s: the reset fell back: %s", c.name, rep.FallbackReason)
+			}
+			if d := f.diff(tg.Database); len(d) > 0 {
+				t.Fatalf("%s: after the reset: %s", c.name, strings.Join(d, "\n"))
+			}
+			if tg.Dir != "" && tg.Baseline.Tables["event_log"].Unknown {
+				t.Errorf("%s: event_log's counters were not read after the restore: the next reset would checksum it", c.name)
+			}
+			rep = f.reset(tg)
+			if restored := slices.DeleteFunc(rep.TablesReset, func(n string) bool { return slices.Contains(f.alwaysRestored(), n) }); len(restored) > 0 {
+				t.Errorf("%s: the reset after restored %v again", c.name, restored)
+			}
 		}
 	})
 }

@@ -24,7 +24,7 @@ var (
 		"random workloads per strategy in TestPropertyResetEqualsTemplate (make property runs 2500)")
 	propertySeed  = flag.Uint64("property.seed", 0, "seed of the random workloads; 0 picks one (printed)")
 	propertyBreak = flag.String("property.break", "",
-		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it`)
+		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it; "delta" restores big tables by deleting the rows above the template's keys whenever their row count went up`)
 )
 
 func envInt(name string, def int) int {
@@ -90,10 +90,13 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, counters bool) {
 						strategies.BreakDetector(func(table string) bool { return !w.direct[table] })
 					case "schema":
 						strategies.BreakSchemaWatch(true)
+					case "delta":
+						strategies.BreakDelta(true)
 					}
 					rep, base, err := strategies.Reset(context.Background(), *tg)
 					strategies.BreakDetector(nil)
 					strategies.BreakSchemaWatch(false)
+					strategies.BreakDelta(false)
 					if err != nil {
 						t.Fatalf("seed %d workload %d: reset: %v\nworkload:\n%s", seed, i, err, w.log.String())
 					}
@@ -106,6 +109,7 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, counters bool) {
 							seed, i, name, len(d), strings.Join(d, "\n"), rep, w.log.String())
 					}
 					stats["tables reset"] += len(rep.TablesReset)
+					stats["delta restores"] += len(rep.TablesDelta)
 					if rep.FallbackReason != "" {
 						stats["fallbacks"]++
 					}
@@ -284,6 +288,18 @@ func (w *randomWorkload) statement() string {
 	case 26:
 		return fmt.Sprintf("INSERT INTO players (team_id, name) VALUES (%d, '%s')", 1+w.n(3), word())
 	case 27:
+		// Appending only is restored by deleting the added rows (a delta
+		// restore); the others below must not be taken for it.
+		switch w.n(6) {
+		case 0:
+			return fmt.Sprintf("INSERT INTO event_log (id, kind, payload) VALUES (%d, 1, '%s')", 16385+w.n(4), word())
+		case 1:
+			return fmt.Sprintf("INSERT INTO event_log (id, kind, payload) VALUES (%d, 2, 'below')", -w.n(3))
+		case 2:
+			return fmt.Sprintf("UPDATE event_log SET id = id + 20000 WHERE id = %d", 1+w.n(16384))
+		case 3:
+			return fmt.Sprintf("REPLACE INTO event_log (id, kind, payload) VALUES (%d, 3, '%s')", 16380+w.n(8), word())
+		}
 		return fmt.Sprintf("INSERT INTO event_log (kind, payload) VALUES (%d, '%s')", w.n(7), word())
 	case 28:
 		if w.n(2) == 0 {

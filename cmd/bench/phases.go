@@ -123,6 +123,7 @@ func (b *bench) run(ctx context.Context) error {
 	b.stopDaemon(pool)
 	failed(phaseConcurrent, b.concurrentPhase(ctx))
 	failed(phaseScale, b.scalePhase(ctx))
+	failed(phaseBigRows, b.bigRowsPhase(ctx))
 	failed(phaseCache, b.cachePhase(ctx))
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", ctx.Err())
@@ -140,6 +141,7 @@ const (
 	phaseAcquire    = "acquire latency"
 	phaseThroughput = "throughput"
 	phaseScale      = "scale"
+	phaseBigRows    = "big tables"
 	phaseCache      = "template cache"
 	phaseConcurrent = "concurrent"
 )

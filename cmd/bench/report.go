@@ -25,6 +25,7 @@ const (
 	barFallbackPoints = 0.05
 	barVsTmpfs        = 10.0
 	barGrowth         = 1.3
+	barBigRows        = 3.0
 	barAcquire1Ms     = 0.25
 	barAcquire32Ms    = 5.0
 	// barAcquireOverHealthz: an acquire costs at most this much more than
@@ -70,6 +71,7 @@ func renderMarkdown(r *Results) string {
 	renderThroughput(&w, r)
 	renderColdStart(&w, r)
 	renderScale(&w, r)
+	renderBigRows(&w, r)
 	renderConcurrent(&w, r)
 	renderCache(&w, r)
 	renderSuite(&w, r)
@@ -97,6 +99,16 @@ func renderHeadline(w *strings.Builder, r *Results) {
 	if keep, exact := resetSummary(r.Resets, vSnapshotKeep), resetSummary(r.Resets, vSnapshot); keep.N > 0 {
 		fmt.Fprintf(w, "- **testdbd snapshot on a lease that keeps AUTO_INCREMENT** (no rewind; ids drift): reset p50 %s ms, against %s ms "+
 			"rewinding exactly.\n", fmtMs(keep.P50), fmtMs(exact.P50))
+	}
+	if len(r.BigRows) > 0 {
+		var took, ratios []string
+		for _, v := range strategyVariants {
+			small, big := resetSummary(r.BigRows, bigRowsVariant(v, true)), resetSummary(r.BigRows, bigRowsVariant(v, false))
+			took = append(took, fmt.Sprintf("%s ms with %s", fmtMs(big.P50), strings.TrimPrefix(v, "testdbd ")))
+			ratios = append(ratios, fmtX(big.P50/small.P50))
+		}
+		fmt.Fprintf(w, "- Big tables: a reset after adding one row to each of two %d-row tables takes p50 %s: %s a reset after "+
+			"adding one row to each of two small tables.\n", bigPayments, strings.Join(took, ", "), strings.Join(ratios, ", "))
 	}
 	if built, restored, ok := cacheMedians(r); ok {
 		fmt.Fprintf(w, "- Template cache: a template of %d migration files took %s s to build; another daemon with the same "+
@@ -181,6 +193,13 @@ func barRows(r *Results) []bar {
 		add(phaseConcurrent, "share of resets that checked every table, all leases at once, over the share of tests that changed the schema — "+short(v),
 			fmt.Sprintf("within %g points", 100*barFallbackPoints), fmt.Sprintf("%.1f%% for %.1f%%", 100*fullShare, 100*ddlShare),
 			t.N > 0 && fullShare-ddlShare <= barFallbackPoints)
+	}
+	for _, v := range strategyVariants {
+		small, big := resetSummary(r.BigRows, bigRowsVariant(v, true)), resetSummary(r.BigRows, bigRowsVariant(v, false))
+		x := big.P50 / small.P50
+		add(phaseBigRows, fmt.Sprintf("reset after adding a row to each of two %d-row tables over one after adding a row to each of two small tables — %s",
+			bigPayments, short(v)), fmt.Sprintf("≤ %gx", barBigRows), fmt.Sprintf("%s (p50 %s → %s ms)", fmtX(x), fmtMs(small.P50), fmtMs(big.P50)),
+			x <= barBigRows)
 	}
 	a1, a32 := acquireSummary(r.Acquires, 1), acquireSummary(r.Acquires, 32)
 	add(phaseAcquire, "acquire from a ready pool, p50, 1 client", fmt.Sprintf("≤ %g ms", barAcquire1Ms), fmtMs(a1.P50)+" ms", a1.P50 <= barAcquire1Ms)
@@ -738,6 +757,16 @@ func renderCache(w *strings.Builder, r *Results) {
 	for _, c := range r.Cache {
 		fmt.Fprintf(w, "| %d | %s | %d | %s | %s | %s | %s | %s | %s |\n", c.Run, c.Source, c.Tables, fmtMs(c.ClientMs),
 			fmtMs(c.Build.TotalMs), fmtMs(c.Build.MigrateMs), fmtMs(c.Build.RestoreMs), fmtMs(c.Build.CaptureMs), fmtMs(c.Build.CloneMs))
+	}
+	if len(r.BigRows) > 0 {
+		var took, ratios []string
+		for _, v := range strategyVariants {
+			small, big := resetSummary(r.BigRows, bigRowsVariant(v, true)), resetSummary(r.BigRows, bigRowsVariant(v, false))
+			took = append(took, fmt.Sprintf("%s ms with %s", fmtMs(big.P50), strings.TrimPrefix(v, "testdbd ")))
+			ratios = append(ratios, fmtX(big.P50/small.P50))
+		}
+		fmt.Fprintf(w, "- Big tables: a reset after adding one row to each of two %d-row tables takes p50 %s: %s a reset after "+
+			"adding one row to each of two small tables.\n", bigPayments, strings.Join(took, ", "), strings.Join(ratios, ", "))
 	}
 	if built, restored, ok := cacheMedians(r); ok {
 		fmt.Fprintf(w, "\nFrom the cache: median %s ms, %s of the build's %s ms.\n", fmtMs(restored), fmtPct(restored/built), fmtMs(built))

@@ -36,6 +36,9 @@ type Results struct {
 	Resets []ResetSample `json:"resets"`
 	// Scale are reset samples at 100 and 1,000 tables with the same test.
 	Scale []ResetSample `json:"scale"`
+	// BigRows are reset samples after adding rows to two big tables or to
+	// two small ones (the big-tables phase).
+	BigRows []ResetSample `json:"big_rows"`
 	// Acquires are acquire latencies from a ready pool.
 	Acquires []AcquireSample `json:"acquires"`
 	// Throughput are the acquire → write → release loops.
@@ -143,6 +146,9 @@ type ResetSample struct {
 	// (testdbd).
 	Tables   int    `json:"tables"`
 	Fallback string `json:"fallback,omitempty"`
+	// Delta is the number of tables restored by deleting the rows the test
+	// added (tables_delta).
+	Delta int `json:"delta,omitempty"`
 }
 
 // AcquireSample is one acquire from a ready pool, or (Clients 0) one

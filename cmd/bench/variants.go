@@ -128,10 +128,16 @@ type leaseVariant struct {
 	lease    *client.Lease
 	db       *sql.DB
 	rollback bool
+	// work is the test; nil runs the standard one (runTest).
+	work func(ctx context.Context, db *sql.DB, rollback bool) error
 }
 
 func newLeaseVariant(ctx context.Context, label string, d *daemon, template, worker string) (*leaseVariant, error) {
-	l, err := d.acquireKeep(ctx, template, strategyName[strings.SplitN(label, "@", 2)[0]], worker, label == vSnapshotKeep)
+	strategy, ok := strategyName[strings.SplitN(label, "@", 2)[0]]
+	if !ok {
+		return nil, fmt.Errorf("variant %q names no strategy (%q before an @)", label, "testdbd <strategy>")
+	}
+	l, err := d.acquireKeep(ctx, template, strategy, worker, label == vSnapshotKeep)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +168,13 @@ func openLease(l *client.Lease) (*sql.DB, error) {
 	return db, nil
 }
 
-func (v *leaseVariant) name() string                   { return v.label }
-func (v *leaseVariant) test(ctx context.Context) error { return runTest(ctx, v.db, v.rollback) }
+func (v *leaseVariant) name() string { return v.label }
+func (v *leaseVariant) test(ctx context.Context) error {
+	if v.work != nil {
+		return v.work(ctx, v.db, v.rollback)
+	}
+	return runTest(ctx, v.db, v.rollback)
+}
 
 // runTest runs the standard test on db, inside a transaction it rolls back
 // when rollback is set.
@@ -193,6 +204,7 @@ func (v *leaseVariant) reset(ctx context.Context) (ResetSample, error) {
 	s.ServerMs = round3(rep.TotalMs)
 	s.PhasesMs = []float64{round3(p.SessionsMs), round3(p.DetectMs), round3(p.VerifyMs), round3(p.RestoreMs), round3(p.SchemaMs)}
 	s.Tables = len(rep.TablesReset)
+	s.Delta = len(rep.TablesDelta)
 	s.Fallback = rep.FallbackReason
 	return s, nil
 }

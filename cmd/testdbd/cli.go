@@ -491,6 +491,9 @@ asked when it did. The lease's open connections are ended; reconnect.`
 	if len(r.TablesReset) > 0 {
 		restored = "restored " + strings.Join(r.TablesReset, ", ")
 	}
+	if len(r.TablesDelta) > 0 {
+		restored += " (only the added rows of " + strings.Join(r.TablesDelta, ", ") + ")"
+	}
 	fmt.Fprintf(stdout, "reset %s by %s in %s ms: %s (%d tables checked)\n", r.LeaseID, r.Strategy.Short(), ms(r.TotalMs), restored, r.TablesTotal)
 	if r.FallbackReason != "" {
 		fmt.Fprintf(stdout, "  asked for %s; %s\n", r.RequestedStrategy.Short(), r.FallbackReason)

@@ -2530,8 +2530,12 @@ type ResetReport struct {
 	// The reset left AUTO_INCREMENT counters where the tests moved them (the
 	// lease's keep_auto_increment); otherwise they are the template's.
 	KeepAutoIncrement bool `protobuf:"varint,12,opt,name=keep_auto_increment,json=keepAutoIncrement,proto3" json:"keep_auto_increment,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The tables of tables_reset restored by deleting only the rows the test
+	// added to them (big tables the test only appended to: the delta
+	// restore); the others were copied back whole from the template.
+	TablesDelta   []string `protobuf:"bytes,13,rep,name=tables_delta,json=tablesDelta,proto3" json:"tables_delta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResetReport) Reset() {
@@ -2646,6 +2650,13 @@ func (x *ResetReport) GetKeepAutoIncrement() bool {
 		return x.KeepAutoIncrement
 	}
 	return false
+}
+
+func (x *ResetReport) GetTablesDelta() []string {
+	if x != nil {
+		return x.TablesDelta
+	}
+	return nil
 }
 
 // ResetPhases are the phases of a reset, in milliseconds.
@@ -3922,7 +3933,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\rtemplate_hash\x18\x13 \x01(\tR\ftemplateHash\x12'\n" +
 	"\x0fmax_connections\x18\x14 \x01(\x05R\x0emaxConnections\x12!\n" +
 	"\fended_reason\x18\x15 \x01(\tR\vendedReason\x12.\n" +
-	"\x13keep_auto_increment\x18\x16 \x01(\bR\x11keepAutoIncrement\"\xf1\x03\n" +
+	"\x13keep_auto_increment\x18\x16 \x01(\bR\x11keepAutoIncrement\"\x94\x04\n" +
 	"\vResetReport\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12/\n" +
 	"\bstrategy\x18\x02 \x01(\x0e2\x13.testdb.v1.StrategyR\bstrategy\x12B\n" +
@@ -3936,7 +3947,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x0esessions_ended\x18\n" +
 	" \x01(\x05R\rsessionsEnded\x12\x1a\n" +
 	"\bdatabase\x18\v \x01(\tR\bdatabase\x12.\n" +
-	"\x13keep_auto_increment\x18\f \x01(\bR\x11keepAutoIncrement\"\xa4\x01\n" +
+	"\x13keep_auto_increment\x18\f \x01(\bR\x11keepAutoIncrement\x12!\n" +
+	"\ftables_delta\x18\r \x03(\tR\vtablesDelta\"\xa4\x01\n" +
 	"\vResetPhases\x12\x1f\n" +
 	"\vsessions_ms\x18\x01 \x01(\x01R\n" +
 	"sessionsMs\x12\x1b\n" +
