@@ -758,16 +758,6 @@ func renderCache(w *strings.Builder, r *Results) {
 		fmt.Fprintf(w, "| %d | %s | %d | %s | %s | %s | %s | %s | %s |\n", c.Run, c.Source, c.Tables, fmtMs(c.ClientMs),
 			fmtMs(c.Build.TotalMs), fmtMs(c.Build.MigrateMs), fmtMs(c.Build.RestoreMs), fmtMs(c.Build.CaptureMs), fmtMs(c.Build.CloneMs))
 	}
-	if len(r.BigRows) > 0 {
-		var took, ratios []string
-		for _, v := range strategyVariants {
-			small, big := resetSummary(r.BigRows, bigRowsVariant(v, true)), resetSummary(r.BigRows, bigRowsVariant(v, false))
-			took = append(took, fmt.Sprintf("%s ms with %s", fmtMs(big.P50), strings.TrimPrefix(v, "testdbd ")))
-			ratios = append(ratios, fmtX(big.P50/small.P50))
-		}
-		fmt.Fprintf(w, "- Big tables: a reset after adding one row to each of two %d-row tables takes p50 %s: %s a reset after "+
-			"adding one row to each of two small tables.\n", bigPayments, strings.Join(took, ", "), strings.Join(ratios, ", "))
-	}
 	if built, restored, ok := cacheMedians(r); ok {
 		fmt.Fprintf(w, "\nFrom the cache: median %s ms, %s of the build's %s ms.\n", fmtMs(restored), fmtPct(restored/built), fmtMs(built))
 	}
