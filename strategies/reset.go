@@ -810,20 +810,38 @@ func (rs *resetter) fullCheck(ctx context.Context, why string) (*Baseline, error
 		changes = schema.Diff(rs.t.Schema, worker)
 	}
 	rs.r.Phases.Verify = time.Since(phase)
+	var recreated []*schema.Table
 	if len(changes) > 0 {
-		return rs.reclone(ctx, changes)
+		if err != nil {
+			return rs.reclone(ctx, changes)
+		}
+		changed, extra, ok := schema.TableChanges(rs.t.Schema, worker)
+		if !ok {
+			return rs.reclone(ctx, changes)
+		}
+		if err := rs.recreateTables(ctx, changes, changed, extra); err != nil {
+			return nil, err
+		}
+		recreated = changed
 	}
 	forced := rs.alwaysRestored()
-	restore := forced
-	for _, tbl := range without(rs.t.Schema.Tables, forced) {
+	restore := append(append([]*schema.Table(nil), forced...), recreated...)
+	for _, tbl := range without(rs.t.Schema.Tables, restore) {
 		w, _ := worker.Table(tbl.Name)
 		if w.Checksum != tbl.Checksum || (!rs.t.KeepAutoIncrement && w.AutoIncrement != tbl.AutoIncrement) || w.Rows != tbl.Rows {
 			restore = append(restore, tbl)
 		}
 	}
 	// Snapshot-style restore brings AUTO_INCREMENT back whatever the detected
-	// counter was; pretend every counter moved.
-	obs := observation{tables: map[string]TableState{}, statsTouched: rs.obs.statsTouched}
+	// counter was; pretend every counter moved. A re-created table has an
+	// empty table's statistics: the template's go back.
+	obs := observation{tables: map[string]TableState{}, statsTouched: map[string]bool{}}
+	for name := range rs.obs.statsTouched {
+		obs.statsTouched[name] = true
+	}
+	for _, tbl := range recreated {
+		obs.statsTouched[tbl.Name] = true
+	}
 	for _, tbl := range restore {
 		obs.tables[tbl.Name] = TableState{AutoInc: -1}
 	}
@@ -832,6 +850,48 @@ func (rs *resetter) fullCheck(ctx context.Context, why string) (*Baseline, error
 		how = testdbd.StrategySnapshot
 	}
 	return rs.restoreAndRewind(ctx, restore, nil, &obs, how)
+}
+
+// recreateTables repairs a schema in which only base tables differ from the
+// template (schema.TableChanges): it drops the tables the test created and
+// re-creates, empty, with their triggers, those it altered or dropped;
+// fullCheck then copies their rows back with the other tables that differ.
+// Foreign keys are not checked meanwhile, so a table others refer to can be
+// dropped and created again, and the references hold.
+func (rs *resetter) recreateTables(ctx context.Context, changes []string, changed []*schema.Table, extra []string) error {
+	phase := time.Now()
+	defer func() { rs.r.Phases.Schema = time.Since(phase) }()
+	rs.r.SchemaChanges = changes
+	rs.r.FallbackReason += "; only tables differ from the template, so those were re-created from it"
+	if rs.r.Strategy == testdbd.StrategyRollback {
+		rs.r.Strategy = testdbd.StrategySnapshot
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s;\nUSE %s;\n", schema.CreateSession, schema.Quote(rs.t.Database))
+	ddl := 0
+	for _, name := range extra {
+		fmt.Fprintf(&b, "DROP TABLE %s;\n", schema.Quote(name))
+		ddl++
+	}
+	for _, tbl := range changed {
+		fmt.Fprintf(&b, "DROP TABLE IF EXISTS %s;\n%s;\n", schema.Quote(tbl.Name), tbl.Create)
+		ddl += 2
+	}
+	var triggers []schema.Object
+	for _, tr := range rs.t.Schema.Triggers {
+		if slices.ContainsFunc(changed, func(t *schema.Table) bool { return t.Name == tr.Table }) {
+			triggers = append(triggers, tr)
+		}
+	}
+	if err := schema.WriteObjects(&b, triggers, rs.t.Owner); err != nil {
+		return err
+	}
+	ddl += len(triggers)
+	b.WriteString(schema.ResetSession)
+	if err := rs.t.DDL.Exec(ctx, rs.conn, ddl, b.String()); err != nil {
+		return fmt.Errorf("re-create %s: %w", tableNames(changed), err)
+	}
+	return nil
 }
 
 // reclone drops the worker database and creates it again from the template.
