@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -62,6 +63,17 @@ type Object struct {
 	Create    string // the CREATE statement, unqualified
 	SQLMode   string // the sql_mode it was created with (not views)
 	Collation string // the collation_connection it was created with (not views)
+}
+
+// TriggersOf returns the triggers defined on tables, in the schema's order.
+func (s *Schema) TriggersOf(tables []*Table) []Object {
+	var out []Object
+	for _, tr := range s.Triggers {
+		if slices.ContainsFunc(tables, func(t *Table) bool { return t.Name == tr.Table }) {
+			out = append(out, tr)
+		}
+	}
+	return out
 }
 
 // Index makes Table find the tables of a Schema that was not captured

@@ -61,13 +61,13 @@ func (s *Schema) CloneSQL(target, owner string) (string, int, error) {
 	b.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;\n")
 	b.WriteString(stats)
 	b.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\n")
-	// Opening a big table loads its statistics, so that InnoDB's running
-	// row count (which a reset's delta restore reads) starts right away.
+	var big []*Table
 	for _, t := range s.Tables {
 		if t.Rows >= BigTableRows {
-			fmt.Fprintf(&b, "SELECT 1 FROM %s LIMIT 0;\n", Quote(t.Name))
+			big = append(big, t)
 		}
 	}
+	b.WriteString(OpenSQL(target, big))
 	for _, v := range s.Views {
 		create, err := withOwner(v, owner)
 		if err != nil {
@@ -139,6 +139,18 @@ func (s *Schema) CopyRowsSQL(t *Table, target string) string {
 // a reset restores it by TRUNCATE and a copy, or by deleting the rows a
 // test added (see strategies).
 const BigTableRows = 1000
+
+// OpenSQL returns statements that open tables of database target (nothing
+// when there are none). Opening a table makes InnoDB load its statistics,
+// and with them its running row count (NUM_ROWS), which a reset's delta
+// restore reads.
+func OpenSQL(target string, tables []*Table) string {
+	var b strings.Builder
+	for _, t := range tables {
+		fmt.Fprintf(&b, "SELECT 1 FROM %s.%s LIMIT 0;\n", Quote(target), Quote(t.Name))
+	}
+	return b.String()
+}
 
 // AppendedKey returns the column of t's primary key when that key is its
 // AUTO_INCREMENT column alone, with the first value above the template's

@@ -165,8 +165,8 @@ type resetter struct {
 	r    *testdbd.ResetReport
 	obs  *observation // what detection read
 	// appended are the tables restored by deleting the rows a test added
-	// (see appendedRows), by the number of rows.
-	appended map[string]int64
+	// (see appendedRows).
+	appended map[string]bool
 }
 
 func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
@@ -222,7 +222,7 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 	restore := append([]*schema.Table(nil), forced...)
 	var big []*schema.Table
 	for _, tbl := range changed {
-		if _, delta := rs.appended[tbl.Name]; !delta && tbl.Rows >= BigTableRows && !tbl.Fulltext {
+		if !rs.appended[tbl.Name] && tbl.Rows >= BigTableRows && !tbl.Fulltext {
 			big = append(big, tbl)
 		} else {
 			restore = append(restore, tbl)
@@ -238,13 +238,8 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 				restore = append(restore, tbl)
 			}
 		}
-		for _, tbl := range big {
-			if sums[t.Database+"."+tbl.Name] != tbl.Checksum {
-				restore = append(restore, tbl)
-			} else if !t.KeepAutoIncrement && autoIncDiffers(obs.tables[tbl.Name], tbl) {
-				drifted = append(drifted, tbl)
-			}
-		}
+		differ, rewind := rs.compare(sums, big, obs)
+		restore, drifted = append(restore, differ...), append(drifted, rewind...)
 	}
 	rs.r.Phases.Verify = time.Since(phase)
 	if len(restore)+len(drifted) == 0 && len(obs.statsTouched) == 0 {
@@ -254,8 +249,8 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 }
 
 // appendedRows returns the big tables of changed (BigTableRows) that the
-// test only added rows to, all above the template's (schema.AppendedKey),
-// by how many: those are restored by deleting the added rows (delta
+// test only added rows to, all above the template's (schema.AppendedKey):
+// those are restored by deleting the added rows (delta
 // restore) instead of copying the whole table back.
 //
 // InnoDB's counters say so exactly (MariaDB): since the baseline, NUM_ROWS
@@ -265,12 +260,13 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 // the same n > 0 means n inserts and nothing else. The rows whose key is
 // above the template's are then counted (a range of the primary key): n of
 // them means every added row is there.
-func (rs *resetter) appendedRows(ctx context.Context, changed []*schema.Table, obs *observation) (map[string]int64, error) {
+func (rs *resetter) appendedRows(ctx context.Context, changed []*schema.Table, obs *observation) (map[string]bool, error) {
 	if rs.t.Strategy == testdbd.StrategyRollback || rs.t.Baseline == nil {
 		return nil, nil
 	}
-	added := map[string]int64{}
+	added := map[string]bool{}
 	var parts, names []string
+	var want []int64
 	for _, tbl := range changed {
 		col, from, ok := tbl.AppendedKey()
 		base, cur := rs.t.Baseline.Tables[tbl.Name], obs.tables[tbl.Name]
@@ -281,7 +277,7 @@ func (rs *resetter) appendedRows(ctx context.Context, changed []*schema.Table, o
 			(cur.Modified-base.Modified != n && !brokenDelta) {
 			continue
 		}
-		added[tbl.Name] = n
+		added[tbl.Name], want = true, append(want, n)
 		parts = append(parts, fmt.Sprintf("SELECT %d, COUNT(*) FROM %s.%s WHERE %s >= %d", len(names),
 			schema.Quote(rs.t.Database), schema.Quote(tbl.Name), schema.Quote(col), from))
 		names = append(names, tbl.Name)
@@ -295,7 +291,7 @@ func (rs *resetter) appendedRows(ctx context.Context, changed []*schema.Table, o
 		if err := rows.Scan(&i, &n); err != nil {
 			return err
 		}
-		if added[names[i]] != n {
+		if want[i] != n {
 			delete(added, names[i])
 		}
 		return nil
@@ -308,10 +304,9 @@ func (rs *resetter) appendedRows(ctx context.Context, changed []*schema.Table, o
 
 // recount reads again, after a restore, the counters of the big tables it
 // restored or rewound (BigTableRows), so that the next reset need not
-// checksum them
-// (the other restored tables stay unknown: a checksum of a small table
-// costs less than the read). Only while the lease's account is locked
-// (Target.Dir): nothing else writes in between.
+// checksum them (the other restored tables stay unknown: a checksum of a
+// small table costs less than the read). Only while the lease's account is
+// locked (Target.Dir): nothing else writes in between.
 func (rs *resetter) recount(ctx context.Context, base *Baseline, restored []*schema.Table) error {
 	var big []*schema.Table
 	for _, tbl := range restored {
@@ -322,13 +317,7 @@ func (rs *resetter) recount(ctx context.Context, base *Baseline, restored []*sch
 	if len(big) == 0 {
 		return nil
 	}
-	// Opened, a table has its statistics loaded and NUM_ROWS counted from
-	// them (see appendedRows).
-	open := make([]string, len(big))
-	for i, tbl := range big {
-		open[i] = fmt.Sprintf("SELECT 1 FROM %s.%s LIMIT 0", schema.Quote(rs.t.Database), schema.Quote(tbl.Name))
-	}
-	if _, err := rs.conn.ExecContext(ctx, strings.Join(open, ";\n")); err != nil {
+	if _, err := rs.conn.ExecContext(ctx, schema.OpenSQL(rs.t.Database, big)); err != nil {
 		return fmt.Errorf("open the restored tables: %w", err)
 	}
 	tables, _, err := readTableStates(ctx, rs.conn, rs.t.Flavor, map[string]bool{rs.t.Database: true})
@@ -490,6 +479,20 @@ func autoIncDiffers(st TableState, tbl *schema.Table) bool {
 	return st.AutoInc != tbl.AutoIncrement && !(st.AutoInc == 0 && tbl.AutoIncrement == 1 && tbl.AutoIncrementColumn != "")
 }
 
+// compare splits checksummed tables: those whose rows differ from the
+// template's (sums by "db.table"), and those whose rows are the template's
+// but whose AUTO_INCREMENT is not (unless the lease keeps it).
+func (rs *resetter) compare(sums map[string]int64, tables []*schema.Table, obs *observation) (differ, rewind []*schema.Table) {
+	for _, tbl := range tables {
+		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum {
+			differ = append(differ, tbl)
+		} else if !rs.t.KeepAutoIncrement && autoIncDiffers(obs.tables[tbl.Name], tbl) {
+			rewind = append(rewind, tbl)
+		}
+	}
+	return differ, rewind
+}
+
 func (rs *resetter) checksums(ctx context.Context, tables []*schema.Table) (map[string]int64, error) {
 	names := make([]string, len(tables))
 	for i, tbl := range tables {
@@ -537,14 +540,7 @@ func (rs *resetter) rollback(ctx context.Context, candidates, forced, drifted []
 	if err != nil {
 		return nil, err
 	}
-	var committed, rewind []*schema.Table
-	for _, tbl := range candidates {
-		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum {
-			committed = append(committed, tbl)
-		} else if !rs.t.KeepAutoIncrement && autoIncDiffers(obs.tables[tbl.Name], tbl) {
-			rewind = append(rewind, tbl)
-		}
-	}
+	committed, rewind := rs.compare(sums, candidates, obs)
 	rs.r.Phases.Verify = time.Since(phase)
 	if len(committed) > 0 {
 		rs.r.Strategy = testdbd.StrategySnapshot
@@ -584,8 +580,7 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	// optimizer's row estimates count those, so the same query would be
 	// planned unlike on the template for a while after the reset.
 	truncate := func(tbl *schema.Table) bool {
-		_, delta := rs.appended[tbl.Name]
-		return !delta && (how == testdbd.StrategyTruncate || tbl.Fulltext || tbl.Rows >= BigTableRows)
+		return !rs.appended[tbl.Name] && (how == testdbd.StrategyTruncate || tbl.Fulltext || tbl.Rows >= BigTableRows)
 	}
 	restats := map[string]bool{}
 	for name := range obs.statsTouched {
@@ -618,29 +613,21 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	}
 	// Triggers are dropped around the copy, so that they do not fire, and
 	// around the renames that load statistics, which would rewrite them.
-	triggered := map[string]bool{}
+	var triggered []*schema.Table
 	for _, tbl := range s.Tables {
-		if tbl.HasTriggers && restats[tbl.Name] {
-			triggered[tbl.Name] = true
+		if tbl.HasTriggers && (restats[tbl.Name] || slices.Contains(restore, tbl)) {
+			triggered = append(triggered, tbl)
 		}
 	}
-	for _, tbl := range restore {
-		if tbl.HasTriggers {
-			triggered[tbl.Name] = true
-		}
-	}
-	var triggers []schema.Object
-	for _, tr := range s.Triggers {
-		if triggered[tr.Table] {
-			triggers = append(triggers, tr)
-			fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, schema.Quote(tr.Name))
-			ddl++
-		}
+	triggers := s.TriggersOf(triggered)
+	for _, tr := range triggers {
+		fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, schema.Quote(tr.Name))
+		ddl++
 	}
 	for _, tbl := range restore {
 		name := db + "." + schema.Quote(tbl.Name)
 		ai := rewinds(tbl)
-		_, delta := rs.appended[tbl.Name]
+		delta := rs.appended[tbl.Name]
 		switch {
 		case delta:
 			col, from, _ := tbl.AppendedKey()
@@ -702,12 +689,8 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	}
 	next.WriteString(schema.ResetSession)
 	err := rs.t.DDL.Exec(ctx, rs.conn, ddl, b.String())
-	for attempt := 0; err == nil && tail.Len() > 0; attempt++ {
-		err = rs.t.DDL.Exec(ctx, rs.conn, tailDDL, tail.String())
-		if err == nil || attempt == 4 || !Retryable(err) {
-			break
-		}
-		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
+	if err == nil && tail.Len() > 0 {
+		err = rs.execRetrying(ctx, tailDDL, tail.String())
 	}
 	if err == nil && len(recomputed) > 0 {
 		var renamed []*schema.Table
@@ -768,11 +751,9 @@ func (rs *resetter) settleStats(ctx context.Context, tables []*schema.Table) ([]
 	ddl := 0
 	var triggers []schema.Object
 	if len(differ) > 0 {
-		for _, tr := range s.Triggers {
-			if slices.ContainsFunc(differ, func(t *schema.Table) bool { return t.Name == tr.Table }) {
-				triggers = append(triggers, tr)
-				fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, schema.Quote(tr.Name))
-			}
+		triggers = s.TriggersOf(differ)
+		for _, tr := range triggers {
+			fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, schema.Quote(tr.Name))
 		}
 		stats, statsDDL := s.StatsSQL(rs.t.Database, differ)
 		b.WriteString(stats)
@@ -786,14 +767,20 @@ func (rs *resetter) settleStats(ctx context.Context, tables []*schema.Table) ([]
 	}
 	b.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\n")
 	b.WriteString(schema.ResetSession)
+	return differ, rs.execRetrying(ctx, ddl, b.String())
+}
+
+// execRetrying runs a batch that writes the statistics tables every
+// database on the server shares, where concurrent resets can deadlock:
+// up to 5 times while the server resolves it by failing the batch.
+func (rs *resetter) execRetrying(ctx context.Context, ddl int, q string) error {
 	for attempt := 0; ; attempt++ {
-		err = rs.t.DDL.Exec(ctx, rs.conn, ddl, b.String())
+		err := rs.t.DDL.Exec(ctx, rs.conn, ddl, q)
 		if err == nil || attempt == 4 || !Retryable(err) {
-			break
+			return err
 		}
 		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
 	}
-	return differ, err
 }
 
 // fullCheck compares every object and every table of the worker with the
@@ -877,12 +864,7 @@ func (rs *resetter) recreateTables(ctx context.Context, changes []string, change
 		fmt.Fprintf(&b, "DROP TABLE IF EXISTS %s;\n%s;\n", schema.Quote(tbl.Name), tbl.Create)
 		ddl += 2
 	}
-	var triggers []schema.Object
-	for _, tr := range rs.t.Schema.Triggers {
-		if slices.ContainsFunc(changed, func(t *schema.Table) bool { return t.Name == tr.Table }) {
-			triggers = append(triggers, tr)
-		}
-	}
+	triggers := rs.t.Schema.TriggersOf(changed)
 	if err := schema.WriteObjects(&b, triggers, rs.t.Owner); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/internal/dbcompare"
 	"github.com/testdbd/testdbd/internal/testenv"
+	"github.com/testdbd/testdbd/internal/workload"
 	"github.com/testdbd/testdbd/migrations"
 	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
@@ -148,14 +149,7 @@ CREATE TABLE event_log (
   KEY by_kind (kind)
 ) ENGINE=InnoDB;
 INSERT INTO event_log (kind, payload)
-SELECT n % 7, CONCAT('p', n) FROM (
-  SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 1 AS n
-  FROM (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a,
-       (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b,
-       (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c,
-       (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) e,
-       (SELECT 0 d UNION ALL SELECT 1) f
-) seq WHERE n <= 16384 ORDER BY n;
+SELECT n % 7, CONCAT('p', n) FROM ` + workload.Numbers + ` seq WHERE n <= 16384 ORDER BY n;
 -- +goose Down
 DROP TABLE event_log;
 ALTER TABLE teams DROP FOREIGN KEY team_captain;

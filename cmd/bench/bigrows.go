@@ -25,10 +25,6 @@ const (
 // bigRowsMigration creates the big tables and the FULLTEXT one, with their
 // rows.
 func bigRowsMigration() string {
-	digits := "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
-		"UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
-	seq := fmt.Sprintf("(SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 1 AS n FROM %[1]s a, %[1]s b, %[1]s c, %[1]s e, "+
-		"(SELECT 0 d UNION ALL SELECT 1) f)", digits)
 	return fmt.Sprintf(`-- +goose Up
 CREATE TABLE rental (
   id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
@@ -58,7 +54,7 @@ INSERT INTO film_text (title, body) SELECT CONCAT('film ', n), CONCAT('a story o
 DROP TABLE film_text;
 DROP TABLE payment;
 DROP TABLE rental;
-`, seq, bigRentals, bigPayments)
+`, workload.Numbers, bigRentals, bigPayments)
 }
 
 // bigRowsTest adds one row to each of the two big tables (a rental and its
@@ -109,31 +105,12 @@ func bigRowsVariant(v string, small bool) string {
 
 func (b *bench) bigRowsPhase(ctx context.Context) error {
 	b.progress("big tables: a daemon with a template of two %d-row tables and a FULLTEXT table", bigPayments)
-	d, err := b.startDaemon(ctx, "bigrows", "--warm", "1", "--max-instances", "1",
-		"--pool-size", "6", "--max-databases", "6", "--max-databases-per-instance", "6")
+	d, err := b.templateDaemon(ctx, "bigrows", bigRowsTemplate, b.plan.Tables, 6,
+		client.MigrationFile{Name: "00003_big.sql", Content: bigRowsMigration()})
 	if err != nil {
 		return err
 	}
 	defer b.stopDaemon(d)
-	src := standardSource(b.plan.Tables)
-	files := make([]client.MigrationFile, 0, len(src.Files)+1)
-	for _, f := range src.Files {
-		files = append(files, client.MigrationFile{Name: f.Name, Content: string(f.Content)})
-	}
-	files = append(files, client.MigrationFile{Name: "00003_big.sql", Content: bigRowsMigration()})
-	t, err := d.api.EnsureTemplate(ctx, client.EnsureTemplateRequest{Name: bigRowsTemplate, Migrations: files, SeedSQL: src.Seed, PoolSize: 6})
-	if err == nil && t.State != client.TemplateReady {
-		err = fmt.Errorf("template %s is %s: %s", bigRowsTemplate, t.State, t.Error)
-	}
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	b.res.Templates = append(b.res.Templates, TemplateBuild{Daemon: d.name, Name: bigRowsTemplate, Tables: int(t.Tables), Pool: 6, Build: t.Build})
-	b.mu.Unlock()
-	if err := d.waitIdle(ctx, bigRowsTemplate, 6); err != nil {
-		return err
-	}
 	var vs []variant
 	defer func() {
 		for _, v := range vs {
@@ -150,11 +127,7 @@ func (b *bench) bigRowsPhase(ctx context.Context) error {
 			vs = append(vs, v)
 		}
 	}
-	samples, err := interleave(ctx, vs, b.plan.ScaleBatches, func(variant) (int, int) {
-		return b.plan.Warmup, b.plan.ScalePerBatch
-	}, func(batch int) {
-		b.progress("big tables: batch %d/%d", batch+1, b.plan.ScaleBatches)
-	})
+	samples, err := b.interleaveScale(ctx, vs, "big tables")
 	b.res.BigRows = samples
 	return err
 }

@@ -140,14 +140,15 @@ func (d *daemon) kill() {
 	<-d.exited
 }
 
-// ensureTemplate builds (or finds) a template of the standard workload and
-// waits for the build.
-func (d *daemon) ensureTemplate(ctx context.Context, name string, tables, poolSize int) (*client.Template, error) {
+// ensureTemplate builds (or finds) a template of the standard workload with
+// tables tables, plus the extra migration files, and waits for the build.
+func (d *daemon) ensureTemplate(ctx context.Context, name string, tables, poolSize int, extra ...client.MigrationFile) (*client.Template, error) {
 	src := standardSource(tables)
-	files := make([]client.MigrationFile, len(src.Files))
-	for i, f := range src.Files {
-		files[i] = client.MigrationFile{Name: f.Name, Content: string(f.Content)}
+	files := make([]client.MigrationFile, 0, len(src.Files)+len(extra))
+	for _, f := range src.Files {
+		files = append(files, client.MigrationFile{Name: f.Name, Content: string(f.Content)})
 	}
+	files = append(files, extra...)
 	t, err := d.api.EnsureTemplate(ctx, client.EnsureTemplateRequest{
 		Name: name, Migrations: files, SeedSQL: src.Seed, PoolSize: int32(poolSize),
 	})

@@ -401,6 +401,14 @@ func (b *bench) setup(ctx context.Context) (d *daemon, disk, tmpfs *baseServer, 
 // poolDaemon starts a daemon whose one server holds the main template and
 // a pool of exactly pool worker databases, and waits until they are ready.
 func (b *bench) poolDaemon(ctx context.Context, name string, pool int) (*daemon, error) {
+	return b.templateDaemon(ctx, name, mainTemplate, b.plan.Tables, pool)
+}
+
+// templateDaemon starts a daemon whose one server holds template (the
+// standard workload of tables tables, plus the extra migration files) and a
+// pool of exactly pool worker databases, records the build and waits until
+// the databases are ready.
+func (b *bench) templateDaemon(ctx context.Context, name, template string, tables, pool int, extra ...client.MigrationFile) (*daemon, error) {
 	n := strconv.Itoa(pool)
 	d, err := b.startDaemon(ctx, name, "--warm", "1", "--max-instances", "1",
 		"--pool-size", n, "--max-databases", n, "--max-databases-per-instance", n)
@@ -408,16 +416,18 @@ func (b *bench) poolDaemon(ctx context.Context, name string, pool int) (*daemon,
 		return nil, err
 	}
 	start := time.Now()
-	t, err := d.ensureTemplate(ctx, mainTemplate, b.plan.Tables, pool)
+	t, err := d.ensureTemplate(ctx, template, tables, pool, extra...)
 	if err != nil {
+		b.stopDaemon(d)
 		return nil, err
 	}
-	tb := TemplateBuild{Daemon: name, Name: mainTemplate, Tables: int(t.Tables), Pool: pool,
+	tb := TemplateBuild{Daemon: name, Name: template, Tables: int(t.Tables), Pool: pool,
 		ClientMs: round3(ms(time.Since(start))), Build: t.Build}
 	b.mu.Lock()
 	b.res.Templates = append(b.res.Templates, tb)
 	b.mu.Unlock()
-	if err := d.waitIdle(ctx, mainTemplate, pool); err != nil {
+	if err := d.waitIdle(ctx, template, pool); err != nil {
+		b.stopDaemon(d)
 		return nil, err
 	}
 	b.progress("daemon %q: template built in %.0f ms (daemon: %.0f ms), %d databases ready after %.0f ms",
@@ -805,23 +815,9 @@ func (b *bench) scalePhase(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for i, n := range sizes {
 		g.Go(func() error {
-			d, err := b.startDaemon(gctx, fmt.Sprintf("scale%d", n), "--warm", "1", "--max-instances", "1",
-				"--pool-size", "3", "--max-databases", "3", "--max-databases-per-instance", "3")
-			if err != nil {
-				return err
-			}
+			d, err := b.templateDaemon(gctx, fmt.Sprintf("scale%d", n), fmt.Sprintf("std%d", n), n, 3)
 			daemons[i] = d
-			name := fmt.Sprintf("std%d", n)
-			start := time.Now()
-			t, err := d.ensureTemplate(gctx, name, n, 3)
-			if err != nil {
-				return err
-			}
-			b.mu.Lock()
-			b.res.Templates = append(b.res.Templates, TemplateBuild{Daemon: d.name, Name: name, Tables: int(t.Tables),
-				Pool: 3, ClientMs: round3(ms(time.Since(start))), Build: t.Build})
-			b.mu.Unlock()
-			return d.waitIdle(gctx, name, 3)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -845,13 +841,20 @@ func (b *bench) scalePhase(ctx context.Context) error {
 			vs = append(vs, v)
 		}
 	}
-	samples, err := interleave(ctx, vs, b.plan.ScaleBatches, func(variant) (int, int) {
-		return b.plan.Warmup, b.plan.ScalePerBatch
-	}, func(batch int) {
-		b.progress("scale: batch %d/%d", batch+1, b.plan.ScaleBatches)
-	})
+	samples, err := b.interleaveScale(ctx, vs, "scale")
 	b.res.Scale = samples
 	return err
+}
+
+// interleaveScale runs vs by the scale phase's protocol: ScaleBatches
+// batches of Warmup untimed and ScalePerBatch timed samples per variant,
+// reported as phase.
+func (b *bench) interleaveScale(ctx context.Context, vs []variant, phase string) ([]ResetSample, error) {
+	return interleave(ctx, vs, b.plan.ScaleBatches, func(variant) (int, int) {
+		return b.plan.Warmup, b.plan.ScalePerBatch
+	}, func(batch int) {
+		b.progress("%s: batch %d/%d", phase, batch+1, b.plan.ScaleBatches)
+	})
 }
 
 // copyDir copies a directory tree of regular files.

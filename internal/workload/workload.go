@@ -15,6 +15,18 @@ const (
 	SeedRows = 100
 )
 
+// Numbers is a derived table of one column, n, holding 1 to 20,000 (seeding
+// tables of thousands of rows without a recursive query): use it as
+// "FROM " + Numbers + " seq WHERE n <= …".
+const Numbers = `(
+  SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 1 AS n
+  FROM ` + digits + ` a, ` + digits + ` b, ` + digits + ` c, ` + digits + ` e,
+       (SELECT 0 d UNION ALL SELECT 1) f
+)`
+
+const digits = "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
+	"UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+
 // Table returns the name of table i.
 func Table(i int) string { return fmt.Sprintf("t%04d", i) }
 
