@@ -154,8 +154,8 @@ func TestDB(tb testing.TB, opts TestOptions) *sql.DB {
 // works in, as Laravel's RefreshDatabase or Django's TestCase do. At cleanup
 // the transaction is rolled back and the lease is reset with
 // StrategyRollback: the daemon rewinds the AUTO_INCREMENT counters the
-// rolled-back inserts moved and checks with CHECKSUM TABLE that nothing was
-// committed. If something was (a second connection, DDL's implicit commit,
+// rolled-back inserts moved and checks that nothing was committed (the
+// tables' last commit on MariaDB, or CHECKSUM TABLE). If something was (a second connection, DDL's implicit commit,
 // an explicit COMMIT), it restores those tables and the test log shows the
 // report's fallback_reason. The database is then released.
 //

@@ -14,3 +14,13 @@ func BreakSchemaWatch(broken bool) { brokenSchemaWatch = broken }
 // alone (false restores it), to prove that the property test fails when a
 // delta restore is taken for a table the test did more than append to.
 func BreakDelta(broken bool) { brokenDelta = broken }
+
+// BreakUpdateTime makes resets take a table whose UPDATE_TIME is the
+// baseline's own second for one nothing was committed to (false restores
+// it), to prove that the property test fails when the one-second
+// resolution is ignored.
+func BreakUpdateTime(broken bool) { brokenUpdateTime = broken }
+
+// UncommittedTables is how many tables resets have found rolled back by
+// their UPDATE_TIME so far (see uncommitted).
+func UncommittedTables() int64 { return uncommittedTables.Load() }

@@ -92,11 +92,16 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, counters bool) {
 						strategies.BreakSchemaWatch(true)
 					case "delta":
 						strategies.BreakDelta(true)
+					case "updatetime":
+						strategies.BreakUpdateTime(true)
 					}
+					before := strategies.UncommittedTables()
 					rep, base, err := strategies.Reset(context.Background(), *tg)
+					stats["rolled back, not checked"] += int(strategies.UncommittedTables() - before)
 					strategies.BreakDetector(nil)
 					strategies.BreakSchemaWatch(false)
 					strategies.BreakDelta(false)
+					strategies.BreakUpdateTime(false)
 					if err != nil {
 						t.Fatalf("seed %d workload %d: reset: %v\nworkload:\n%s", seed, i, err, w.log.String())
 					}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -210,7 +211,13 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 	changed, unsure = without(changed, forced), without(unsure, forced)
 	drifted := rs.drifted(obs, changed, unsure, forced)
 	if t.Strategy == testdbd.StrategyRollback {
-		return rs.rollback(ctx, append(changed, unsure...), forced, drifted, obs)
+		phase = time.Now()
+		quiet, err := rs.uncommitted(ctx, changed)
+		if err != nil {
+			return nil, err
+		}
+		drifted = append(drifted, rs.rewound(quiet)...)
+		return rs.rollback(ctx, append(without(changed, quiet), unsure...), forced, drifted, obs, phase)
 	}
 	phase = time.Now()
 	if rs.appended, err = rs.appendedRows(ctx, changed, obs); err != nil {
@@ -218,7 +225,8 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 	}
 	// A big table changed otherwise is compared with the template first: a
 	// checksum reads it in a few milliseconds where copying it back takes
-	// tens, and a test that rolled its writes back left it as it was.
+	// tens, and a test that rolled its writes back left it as it was
+	// (which uncommitted proves cheaper still where it can).
 	restore := append([]*schema.Table(nil), forced...)
 	var big []*schema.Table
 	for _, tbl := range changed {
@@ -228,6 +236,11 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 			restore = append(restore, tbl)
 		}
 	}
+	quiet, err := rs.uncommitted(ctx, big)
+	if err != nil {
+		return nil, err
+	}
+	big, drifted = without(big, quiet), append(drifted, rs.rewound(quiet)...)
 	if len(unsure)+len(big) > 0 {
 		sums, err := rs.checksums(ctx, append(append([]*schema.Table(nil), unsure...), big...))
 		if err != nil {
@@ -528,14 +541,14 @@ func (rs *resetter) baselineAfter(restored []*schema.Table) *Baseline {
 // rolls back). Check with CHECKSUM TABLE that nothing was committed to the
 // candidate tables, restore the ones that differ, and rewind the
 // AUTO_INCREMENT counters that moved.
-func (rs *resetter) rollback(ctx context.Context, candidates, forced, drifted []*schema.Table, obs *observation) (*Baseline, error) {
+func (rs *resetter) rollback(ctx context.Context, candidates, forced, drifted []*schema.Table, obs *observation, phase time.Time) (*Baseline, error) {
 	if len(candidates) == 0 {
+		rs.r.Phases.Verify = time.Since(phase)
 		if len(obs.statsTouched) > 0 || len(forced)+len(drifted) > 0 {
 			return rs.restoreAndRewind(ctx, forced, drifted, obs, testdbd.StrategySnapshot)
 		}
 		return rs.baselineAfter(nil), nil
 	}
-	phase := time.Now()
 	sums, err := rs.checksums(ctx, candidates)
 	if err != nil {
 		return nil, err
@@ -552,6 +565,84 @@ func (rs *resetter) rollback(ctx context.Context, candidates, forced, drifted []
 		return rs.baselineAfter(nil), nil
 	}
 	return rs.restoreAndRewind(ctx, append(committed, forced...), rewind, obs, testdbd.StrategySnapshot)
+}
+
+// uncommitted returns the tables of changed that no transaction committed
+// to since the baseline was read: their counters moved, but every change
+// was rolled back, so their rows are the template's (only their
+// AUTO_INCREMENT may have moved). Such a table needs neither a checksum nor
+// a restore.
+//
+// MariaDB sets a table's UPDATE_TIME, when a transaction that wrote to it
+// commits (cascades included), to the second that transaction started; a
+// rollback leaves it, and so does ALTER TABLE … AUTO_INCREMENT. With the
+// lease's account locked from before the baseline was read until after it
+// (Target.Dir), every transaction a test ran since started at or after the
+// baseline's second (Baseline.Second, the server's clock when the counters
+// were read), so an UPDATE_TIME before that second proves that none of them
+// committed to the table. One in the same second proves nothing (the
+// resolution is a second), nor does NULL (the table was loaded into InnoDB's
+// cache since, which forgets the time). Only tables whose counters were read
+// at the baseline qualify (not one the last reset restored), not partitioned
+// ones (the partitions' times add up), and only on MariaDB: MySQL's
+// UPDATE_TIME is the time of the commit and already its detection signal.
+func (rs *resetter) uncommitted(ctx context.Context, changed []*schema.Table) ([]*schema.Table, error) {
+	base := rs.t.Baseline
+	if rs.t.Flavor == testdbd.MySQL || rs.t.Dir == "" || base == nil || base.Second == 0 {
+		return nil, nil
+	}
+	var names []string
+	for _, tbl := range changed {
+		if !base.Tables[tbl.Name].Unknown && !strings.Contains(tbl.Create, "PARTITION BY") {
+			names = append(names, "'"+strings.ReplaceAll(tbl.Name, "'", "''")+"'")
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	// In UTC, where every time converts back to one UNIX time.
+	quiet := map[string]bool{}
+	err := schema.EachRow(ctx, rs.conn, "SET STATEMENT time_zone = '+00:00' FOR SELECT TABLE_NAME, COALESCE(UNIX_TIMESTAMP(UPDATE_TIME), 0) "+
+		"FROM information_schema.TABLES WHERE TABLE_SCHEMA = '"+strings.ReplaceAll(rs.t.Database, "'", "''")+"' AND TABLE_NAME IN ("+
+		strings.Join(names, ",")+")", nil, func(rows *sql.Rows) error {
+		var name string
+		var updated int64
+		if err := rows.Scan(&name, &updated); err != nil {
+			return err
+		}
+		if updated != 0 && (updated < base.Second || (brokenUpdateTime && updated == base.Second)) {
+			quiet[name] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the tables' last commit: %w", err)
+	}
+	var out []*schema.Table
+	for _, tbl := range changed {
+		if quiet[tbl.Name] {
+			out = append(out, tbl)
+		}
+	}
+	uncommittedTables.Add(int64(len(out)))
+	return out, nil
+}
+
+// uncommittedTables counts the tables uncommitted found, for tests to show
+// that their workloads take that path.
+var uncommittedTables atomic.Int64
+
+// rewound returns the tables of quiet (see uncommitted) whose AUTO_INCREMENT
+// a rolled-back insert moved, which the reset sets back unless the lease
+// keeps it.
+func (rs *resetter) rewound(quiet []*schema.Table) []*schema.Table {
+	var out []*schema.Table
+	for _, tbl := range quiet {
+		if !rs.t.KeepAutoIncrement && autoIncDiffers(rs.obs.tables[tbl.Name], tbl) {
+			out = append(out, tbl)
+		}
+	}
+	return out
 }
 
 // BigTableRows is the template row count from which a table is restored
@@ -910,6 +1001,11 @@ var brokenSchemaWatch bool
 // brokenDelta, set only by tests, makes appendedRows trust NUM_ROWS alone,
 // to show that the property test catches a delta restore that is not exact.
 var brokenDelta bool
+
+// brokenUpdateTime, set only by tests, makes uncommitted trust an
+// UPDATE_TIME in the baseline's own second, to show that the property test
+// catches the one-second resolution ignored.
+var brokenUpdateTime bool
 
 // brokenDetector, set only by tests, makes the detector ignore the tables
 // it returns true for, to show that the property test catches a detector

@@ -168,7 +168,7 @@ func renderBigRows(w *strings.Builder, r *Results) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.0f | %d of %d |\n", v, fmtMs(s.P50), fmtMs(big.P50), fmtX(ratio),
 			fmtMs(big.P99), fmtMs(phase(3)), fmtMs(phase(2)), delta, fallbacks, big.N)
 	}
-	fmt.Fprintf(w, "\nThe rollback strategy checks the tables whose counters moved by their checksum (`CHECKSUM TABLE`, which reads every "+
-		"row): it cannot tell from the counters alone whether a change was rolled back or committed, so its big-table resets pay "+
-		"for reading both tables (the verify column).\n\n")
+	fmt.Fprintf(w, "\nThe rollback strategy must tell a rolled-back change from a committed one, which the counters cannot: it reads "+
+		"the tables' last commit (`UPDATE_TIME`, one query; the verify column) and checksums (`CHECKSUM TABLE`, which reads every row) "+
+		"only tables committed to since the last reset, or in its second.\n\n")
 }
