@@ -237,6 +237,9 @@ type ResetReport struct {
 	TablesDelta   []string
 	SchemaChanges []string // schema objects put back
 	SessionsEnded int
+	// XARolledBack are the XA transactions left prepared in the database
+	// that the reset rolled back, by xid.
+	XARolledBack []string
 	// KeepAutoIncrement: the reset left AUTO_INCREMENT where the tests
 	// moved it (a lease's choice); otherwise it is the template's.
 	KeepAutoIncrement bool

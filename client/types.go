@@ -229,6 +229,10 @@ type ResetReport struct {
 	// the rows the test added (big tables it only appended to); the others
 	// were copied back whole.
 	TablesDelta []string `json:"tables_delta"`
+	// XARolledBack are the XA transactions a test left prepared in the
+	// database (XA PREPARE without XA COMMIT or XA ROLLBACK) that the reset
+	// rolled back, by xid.
+	XARolledBack []string `json:"xa_rolled_back"`
 }
 
 // ResetPhases are the phases of a reset, in milliseconds.

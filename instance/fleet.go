@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -173,14 +174,21 @@ func (s *Member) DatabaseDir(db string) string {
 
 // OpenAdmin opens a pool of administrative connections to e, with
 // multi-statements on and parameters interpolated client-side (one round
-// trip per statement batch).
+// trip per statement batch). What they write stays out of the binary log
+// (sql_log_bin=0): it is read for what tests do (see BinlogName), and the
+// daemon's clones and restores would fill it.
 func OpenAdmin(e testdbd.Endpoint, maxConns int) (*sql.DB, error) {
-	return OpenDatabase(e, "", maxConns)
+	return open(e, "", maxConns, map[string]string{"sql_log_bin": "0"})
 }
 
-// OpenDatabase is OpenAdmin with database as the connections' default
-// database.
+// OpenDatabase opens a pool of connections to e, as OpenAdmin does, with
+// database as the connections' default database, for an account without
+// administrative privileges.
 func OpenDatabase(e testdbd.Endpoint, database string, maxConns int) (*sql.DB, error) {
+	return open(e, database, maxConns, nil)
+}
+
+func open(e testdbd.Endpoint, database string, maxConns int, params map[string]string) (*sql.DB, error) {
 	cfg := mysql.NewConfig()
 	cfg.DBName = database
 	cfg.ParseTime = true
@@ -194,6 +202,7 @@ func OpenDatabase(e testdbd.Endpoint, database string, maxConns int) (*sql.DB, e
 	cfg.InterpolateParams = true
 	cfg.Timeout = 5 * time.Second
 	cfg.Params = map[string]string{"lock_wait_timeout": "10", "innodb_lock_wait_timeout": "10"}
+	maps.Copy(cfg.Params, params)
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err

@@ -39,11 +39,12 @@ type setting struct {
 	match func(got string) bool // decides whether got means want, when comparing values is not enough
 }
 
-// settings returns the disposable-data settings for engine e: no binary
-// log, no doublewrite, no flush on commit, small buffers, statistics that
-// never recalculate on their own (dirty-table detection relies on it),
-// table caches large enough that no table is evicted, and short lock waits;
-// and the hardening every provider applies (see Hardening), read back.
+// settings returns the disposable-data settings for engine e: no
+// doublewrite, no flush on commit, small buffers, statistics that never
+// recalculate on their own (dirty-table detection relies on it), table
+// caches large enough that no table is evicted, and short lock waits; a
+// binary log that is never synced (see BinlogName); and the hardening every
+// provider applies (see Hardening), read back.
 func settings(e testdbd.Engine, c Config) []setting {
 	c = c.withDefaults()
 	kv := func(name, value string) setting {
@@ -51,8 +52,13 @@ func settings(e testdbd.Engine, c Config) []setting {
 	}
 	check := func(name, value string) setting { return setting{variable: name, want: value} }
 	s := []setting{
-		{variable: "log_bin", flag: "--skip-log-bin", want: "OFF"},
+		{variable: "log_bin", flag: "--log-bin=" + BinlogName, want: "ON"},
 		kv("sync_binlog", "0"),
+		kv("binlog_row_image", "MINIMAL"),
+		kv("binlog_checksum", "NONE"),
+		// Migrations and tests create functions and triggers as accounts
+		// without SUPER, which the binary log refuses otherwise.
+		kv("log_bin_trust_function_creators", "ON"),
 		kv("innodb_flush_log_at_trx_commit", "0"),
 		kv("innodb_doublewrite", "OFF"),
 		kv("innodb_buffer_pool_size", strconv.FormatInt(c.BufferPoolBytes, 10)),
@@ -92,12 +98,22 @@ func settings(e testdbd.Engine, c Config) []setting {
 			)
 		}
 		s = append(s,
+			kv("binlog_format", "ROW"),
+			// The statement text beside each row event: not read, and it
+			// would copy every test statement into the log.
+			kv("binlog_annotate_row_events", "OFF"),
 			kv("innodb_log_file_size", strconv.Itoa(InnoDBLogFileBytes)),
 			kv("aria_pagecache_buffer_size", strconv.Itoa(8<<20)),
 			setting{variable: "secure_file_priv", want: "an empty directory of its own", match: isDirectory},
 		)
 	case testdbd.MySQL:
 		s = append(s,
+			// MySQL 9's defaults turn GTIDs on with the binary log, and
+			// their consistency rules refuse statements a server without a
+			// binary log runs (CREATE TABLE … SELECT in a transaction,
+			// non-transactional tables beside InnoDB ones).
+			kv("gtid_mode", "OFF"),
+			kv("enforce_gtid_consistency", "OFF"),
 			kv("innodb_file_per_table", "ON"),
 			kv("innodb_flush_method", "fsync"),
 			// 8 MB as MariaDB's redo log. 32 or 64 MB made a burst of 1,000
@@ -122,6 +138,15 @@ func settings(e testdbd.Engine, c Config) []setting {
 	}
 	return s
 }
+
+// BinlogName is the base name of the binary log files in a server's
+// datadir. The servers keep a binary log although nothing replicates from
+// them: it is the one place where a server records which tables a prepared
+// XA transaction wrote to (package xa), so that a reset can roll back the
+// ones a test left in its database. Nothing syncs it (sync_binlog=0), the
+// daemon's own sessions do not write to it (OpenAdmin), and the daemon
+// purges it as it grows (xa.Log.Tidy).
+const BinlogName = "testdbd-bin"
 
 // Hardening returns the options every provider starts a server with, after
 // the caller's settings so that none can weaken them: server-side file

@@ -41,7 +41,7 @@ var (
 func TestArgsPerEngine(t *testing.T) {
 	for _, e := range []testdbd.Engine{mariadb1011, mariadb118, mysql97} {
 		args := strings.Join(Args(e, Config{}), " ")
-		for _, want := range []string{"--skip-log-bin", "--innodb-stats-auto-recalc=OFF", "--innodb-flush-log-at-trx-commit=0"} {
+		for _, want := range []string{"--log-bin=testdbd-bin", "--binlog-row-image=MINIMAL", "--innodb-stats-auto-recalc=OFF", "--innodb-flush-log-at-trx-commit=0"} {
 			if !strings.Contains(args, want) {
 				t.Errorf("%s: %s missing from %s", e, want, args)
 			}
@@ -55,14 +55,15 @@ func TestArgsPerEngine(t *testing.T) {
 		e          testdbd.Engine
 		has, hasnt []string
 	}{
-		{mariadb1011, []string{"--innodb-log-file-size=", "--innodb-flush-method=fsync", "--innodb-file-per-table=ON"},
-			[]string{"buffering", "mysqlx"}},
+		{mariadb1011, []string{"--innodb-log-file-size=", "--innodb-flush-method=fsync", "--innodb-file-per-table=ON",
+			"--binlog-format=ROW", "--binlog-annotate-row-events=OFF"},
+			[]string{"buffering", "mysqlx", "gtid"}},
 		// 11.0 deprecated innodb_file_per_table and innodb_flush_method.
 		{mariadb118, []string{"--innodb-log-file-size=", "--innodb-data-file-buffering=ON", "--innodb-log-file-buffering=ON"},
 			[]string{"--innodb-flush-method", "--innodb-file-per-table"}},
 		{mysql97, []string{"--innodb-redo-log-capacity=8388608", "--mysqlx=OFF", "--innodb-numa-interleave=OFF",
-			"--table-open-cache-instances=1", "--information-schema-stats-expiry=0"},
-			[]string{"--innodb-log-file-size", "aria"}},
+			"--table-open-cache-instances=1", "--information-schema-stats-expiry=0", "--gtid-mode=OFF", "--enforce-gtid-consistency=OFF"},
+			[]string{"--innodb-log-file-size", "aria", "binlog-format", "annotate"}},
 	}
 	for _, c := range cases {
 		args := strings.Join(Args(c.e, Config{}), " ")

@@ -9,6 +9,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/strategies"
+	"github.com/testdbd/testdbd/xa"
 )
 
 // host is one running instance as the manager sees it: what it holds and
@@ -16,6 +17,7 @@ import (
 type host struct {
 	*instance.Member
 	ddl      *strategies.DDLCounter
+	xa       *xa.Log // its binary log's prepared XA transactions
 	dbs      int  // worker databases on it, all states
 	tables   int  // tables of every database testdbd made on it
 	dead     bool // it died; nothing new goes there
@@ -55,7 +57,7 @@ func (m *Manager) adoptLocked(s *instance.Member) *host {
 	if st, ok := m.hosts[s.ID()]; ok {
 		return st
 	}
-	st := &host{Member: s, ddl: &strategies.DDLCounter{}, tdc: instance.DefaultConfig.TableCacheSize()}
+	st := &host{Member: s, ddl: &strategies.DDLCounter{}, xa: &xa.Log{}, tdc: instance.DefaultConfig.TableCacheSize()}
 	if bad := testdbd.Mismatched(s.Settings); len(bad) > 0 {
 		m.event("warning", "settings_mismatched", "server instance "+s.ID()+" runs with settings other than those asked for: "+strings.Join(bad, "; "), "", "", s.ID(), "")
 	}
@@ -74,6 +76,13 @@ func (m *Manager) adoptLocked(s *instance.Member) *host {
 		m.hosts[s.ID()] = st
 	}
 	return st
+}
+
+// hostDead reports whether st died; m.mu must not be held.
+func (m *Manager) hostDead(st *host) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return st.dead
 }
 
 // untrusted says why the detector's preconditions do not hold on st, or "".

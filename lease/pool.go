@@ -398,6 +398,9 @@ func (m *Manager) dropDBLocked(db *workerDB, why string) {
 
 // dropDatabase drops database name on st and the accounts given (its
 // lease's user, its owner), in the background; nothing when st is dead.
+// The XA transactions a test left prepared in it are rolled back first
+// (their locks would stop the drop). A drop that fails is tried again a
+// few times (dropRetries), so that no database stays behind.
 func (m *Manager) dropDatabase(st *host, name, why string, users ...string) {
 	if st.dead {
 		return
@@ -408,10 +411,32 @@ func (m *Manager) dropDatabase(st *host, name, why string, users ...string) {
 				_ = accounts.Drop(ctx, st.DB, u)
 			}
 		}
-		if err := schema.Drop(ctx, st.DB, st.ddl, name); err != nil && !isCanceled(err) {
-			m.log.Warn("drop database", "database", name, "why", why, "err", strategies.ExplainLockWait(ctx, st.DB, err))
+		for attempt := 0; ; attempt++ {
+			err := m.dropOnce(ctx, st, name)
+			if err == nil || isCanceled(err) || m.hostDead(st) {
+				return
+			}
+			if attempt == len(dropRetries) {
+				m.log.Error("drop database: giving up; it stays on the server until the server stops", "database", name, "why", why, "err", err)
+				return
+			}
+			m.log.Warn("drop database; trying again", "database", name, "why", why, "in", dropRetries[attempt], "err", err)
+			pause(ctx, dropRetries[attempt])
 		}
 	})
+}
+
+// dropRetries are the pauses before the drop of a database is tried again.
+var dropRetries = []time.Duration{time.Second, 10 * time.Second, time.Minute}
+
+func (m *Manager) dropOnce(ctx context.Context, st *host, name string) error {
+	if _, _, err := st.xa.RollBackIn(ctx, st.DB, name); err != nil {
+		return err
+	}
+	if err := schema.Drop(ctx, st.DB, st.ddl, name); err != nil {
+		return strategies.ExplainLockWait(ctx, st.DB, err)
+	}
+	return nil
 }
 
 // lock takes db's operation lock, bounded by ctx.

@@ -81,7 +81,7 @@ func reportToProto(r testdbd.ResetReport) *testdbv1.ResetReport {
 		Phases: &testdbv1.ResetPhases{SessionsMs: ms(r.Phases.Sessions), DetectMs: ms(r.Phases.Detect),
 			VerifyMs: ms(r.Phases.Verify), RestoreMs: ms(r.Phases.Restore), SchemaMs: ms(r.Phases.Schema)},
 		TablesTotal: int32(r.TablesTotal), TablesReset: nonNil(r.TablesReset), TablesDelta: nonNil(r.TablesDelta), SchemaChanges: nonNil(r.SchemaChanges),
-		SessionsEnded: int32(r.SessionsEnded), KeepAutoIncrement: r.KeepAutoIncrement,
+		SessionsEnded: int32(r.SessionsEnded), KeepAutoIncrement: r.KeepAutoIncrement, XaRolledBack: nonNil(r.XARolledBack),
 	}
 }
 

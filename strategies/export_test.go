@@ -15,6 +15,11 @@ func BreakSchemaWatch(broken bool) { brokenSchemaWatch = broken }
 // delta restore is taken for a table the test did more than append to.
 func BreakDelta(broken bool) { brokenDelta = broken }
 
+// BreakXA makes resets leave prepared XA transactions alone (false
+// restores it), to prove that the property test fails when a test's
+// prepared XA transaction outlives the reset.
+func BreakXA(broken bool) { brokenXA = broken }
+
 // BreakUpdateTime makes resets take a table whose UPDATE_TIME is the
 // baseline's own second for one nothing was committed to (false restores
 // it), to prove that the property test fails when the one-second

@@ -3,6 +3,7 @@ package strategies_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,8 +11,7 @@ import (
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/internal/dbcompare"
-	"github.com/testdbd/testdbd/internal/testenv"
-	"github.com/testdbd/testdbd/strategies"
+	"github.com/testdbd/testdbd/xa"
 )
 
 // relevance returns what a search of the articles' FULLTEXT index gives in
@@ -164,44 +164,71 @@ func TestStatisticsFollowTemplate(t *testing.T) {
 	})
 }
 
-// TestPreparedXAExplained: a test that leaves an XA transaction prepared
-// leaves it, with its locks, when its session ends; on MariaDB, whose
-// counters see its uncommitted write, the reset cannot finish and its error
-// names the prepared transactions and says how to end them. (MySQL's
-// detection does not see uncommitted writes: the reset there finishes
-// without touching the table; docs/strategies.md says so.)
-func TestPreparedXAExplained(t *testing.T) {
-	for _, p := range testenv.Providers() {
-		t.Run(p.Name, func(t *testing.T) {
-			f := newFixture(t, p)
-			if f.srv.Flavor == testdbd.MySQL {
-				t.Skip("MySQL: the reset does not see the prepared transaction's write (see the test's comment)")
-			}
-			tg, db := f.worker("w_xa", testdbd.StrategySnapshot)
-			conn, err := db.Conn(context.Background())
+// TestPreparedXARolledBack: a test that leaves XA transactions prepared —
+// one on a session still open at the reset, one whose client disconnected
+// on its own — leaves them, with their locks, for anyone to commit later.
+// The reset rolls both back and says so, the database equals the template,
+// the transactions cannot be committed afterwards, and another lease's
+// prepared transaction is left alone until its own reset.
+func TestPreparedXARolledBack(t *testing.T) {
+	forEachStrategy(t, func(t *testing.T, f *fixture, s testdbd.Strategy) {
+		ctx := context.Background()
+		tg, db := f.worker("w_xa_"+s.String(), s)
+		other, odb := f.worker("w_xo_"+s.String(), s)
+		xid := func(name string) string { return "'" + name + "_" + s.String() + "'" }
+		prepare := func(db *sql.DB, name string, stmts ...string) *sql.Conn {
+			conn, err := db.Conn(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, q := range []string{"XA START 'left_prepared'", "INSERT INTO tags VALUES ('xa', 'XA')", "XA END 'left_prepared'", "XA PREPARE 'left_prepared'"} {
+			for _, q := range append(append([]string{"XA START " + xid(name)}, stmts...), "XA END "+xid(name), "XA PREPARE "+xid(name)) {
 				mustExec(t, conn, q)
 			}
-			conn.Close()
-			t.Cleanup(func() { _, _ = f.srv.DB.Exec("XA ROLLBACK 'left_prepared'") })
-			_, _, err = strategies.Reset(context.Background(), *tg)
-			if err == nil || !strings.Contains(err.Error(), "prepared XA transactions ('left_prepared')") ||
-				!strings.Contains(err.Error(), "XA ROLLBACK") {
-				t.Fatalf("reset with a prepared XA transaction in the way: %v", err)
-			}
-			if _, err := f.srv.DB.Exec("XA ROLLBACK 'left_prepared'"); err != nil {
-				t.Fatal(err)
-			}
-			tg.Baseline = nil
-			f.reset(tg)
-			if d := f.diff(tg.Database); len(d) > 0 {
-				t.Errorf("after XA ROLLBACK and a reset: %s", strings.Join(d, "\n"))
+			return conn
+		}
+		t.Cleanup(func() {
+			for _, n := range []string{"open", "closed", "other"} {
+				_, _ = f.srv.DB.Exec("XA ROLLBACK " + xid(n))
 			}
 		})
-	}
+		open := prepare(db, "open", "INSERT INTO tags VALUES ('xa', 'XA')", "UPDATE users SET name = 'xa' WHERE id = 1")
+		defer open.Close()
+		closed := prepare(db, "closed", "DELETE FROM comments WHERE id = 1", "INSERT INTO audit_log (entity, entity_id, action) VALUES ('xa', 1, 'x')")
+		_ = closed.Raw(func(any) error { return driver.ErrBadConn }) // the client disconnects
+		closed.Close()
+		prepare(odb, "other", "INSERT INTO tags VALUES ('xo', 'XO')").Close()
+
+		rep := f.reset(tg)
+		slices.Sort(rep.XARolledBack)
+		if want := []string{xid("closed"), xid("open")}; !slices.Equal(rep.XARolledBack, want) {
+			t.Errorf("reset report: XA transactions rolled back %v, want %v", rep.XARolledBack, want)
+		}
+		if d := f.diff(tg.Database); len(d) > 0 {
+			t.Errorf("after the reset: %s", strings.Join(d, "\n"))
+		}
+		ids, err := xa.Prepared(ctx, f.srv.DB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != 1 || ids[0].String() != xid("other") {
+			t.Errorf("prepared after the reset: %v, want only the other lease's %s", ids, xid("other"))
+		}
+		if _, err := db.ExecContext(ctx, "XA COMMIT "+xid("closed")); err == nil {
+			t.Errorf("XA COMMIT %s after the reset succeeded", xid("closed"))
+		}
+		if rep := f.reset(tg); len(rep.XARolledBack) > 0 {
+			t.Errorf("a second reset rolled back %v", rep.XARolledBack)
+		}
+		if d := f.diff(tg.Database); len(d) > 0 {
+			t.Errorf("after the second reset: %s", strings.Join(d, "\n"))
+		}
+		if rep := f.reset(other); !slices.Equal(rep.XARolledBack, []string{xid("other")}) {
+			t.Errorf("the other lease's reset rolled back %v, want %s", rep.XARolledBack, xid("other"))
+		}
+		if d := f.diff(other.Database); len(d) > 0 {
+			t.Errorf("the other database after its reset: %s", strings.Join(d, "\n"))
+		}
+	})
 }
 
 // TestKeepAutoIncrement: a lease that keeps AUTO_INCREMENT gets its rows

@@ -3,6 +3,7 @@ package strategies_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -17,6 +18,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/internal/testenv"
 	"github.com/testdbd/testdbd/strategies"
+	"github.com/testdbd/testdbd/xa"
 )
 
 var (
@@ -24,7 +26,7 @@ var (
 		"random workloads per strategy in TestPropertyResetEqualsTemplate (make property runs 2500)")
 	propertySeed  = flag.Uint64("property.seed", 0, "seed of the random workloads; 0 picks one (printed)")
 	propertyBreak = flag.String("property.break", "",
-		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it; "delta" restores big tables by deleting the rows above the template's keys whenever their row count went up`)
+		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it; "delta" restores big tables by deleting the rows above the template's keys whenever their row count went up; "updatetime" trusts an UPDATE_TIME in the baseline's own second; "xa" leaves the XA transactions a workload left prepared alone`)
 )
 
 func envInt(name string, def int) int {
@@ -83,7 +85,7 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, counters bool) {
 				b := reopenAs(t, a) // a second client of the same lease
 				stats := map[string]int{}
 				for i := 0; i < n; i++ {
-					w := &randomWorkload{rng: rng, a: a, b: b, strategy: s, direct: map[string]bool{}}
+					w := &randomWorkload{rng: rng, a: a, b: b, strategy: s, direct: map[string]bool{}, xidPrefix: db + "_"}
 					w.run(t)
 					switch *propertyBreak {
 					case "cascades":
@@ -94,6 +96,8 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, counters bool) {
 						strategies.BreakDelta(true)
 					case "updatetime":
 						strategies.BreakUpdateTime(true)
+					case "xa":
+						strategies.BreakXA(true)
 					}
 					before := strategies.UncommittedTables()
 					rep, base, err := strategies.Reset(context.Background(), *tg)
@@ -102,6 +106,7 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, counters bool) {
 					strategies.BreakSchemaWatch(false)
 					strategies.BreakDelta(false)
 					strategies.BreakUpdateTime(false)
+					strategies.BreakXA(false)
 					if err != nil {
 						t.Fatalf("seed %d workload %d: reset: %v\nworkload:\n%s", seed, i, err, w.log.String())
 					}
@@ -113,6 +118,16 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, counters bool) {
 						t.Fatalf("seed %d workload %d: the %s reset left %d differences:\n%s\nreport: %+v\nworkload:\n%s",
 							seed, i, name, len(d), strings.Join(d, "\n"), rep, w.log.String())
 					}
+					if left := commitAbandoned(t, f.srv.DB, w.xidPrefix); len(left) > 0 {
+						// Those wrote nothing (a statement that changed no
+						// row): committing them must not change the database.
+						if d := withoutAutoInc(f.diff(tg.Database), keep); len(d) > 0 {
+							t.Fatalf("seed %d workload %d: the %s reset left XA transactions prepared (%v), and committing them changed the database:\n%s\nreport: %+v\nworkload:\n%s",
+								seed, i, name, left, strings.Join(d, "\n"), rep, w.log.String())
+						}
+						stats["XA left prepared with nothing written"] += len(left)
+					}
+					stats["XA rolled back"] += len(rep.XARolledBack)
 					stats["tables reset"] += len(rep.TablesReset)
 					stats["delta restores"] += len(rep.TablesDelta)
 					if rep.FallbackReason != "" {
@@ -182,6 +197,9 @@ type randomWorkload struct {
 	// commit; otherwise every kind of statement is drawn at random.
 	mix           *suiteMix
 	changedSchema bool // the workload ran a schema-changing statement
+	// xidPrefix starts the xids of the workload's XA transactions: its
+	// database's name, so that they tell which lease left them.
+	xidPrefix string
 	// dml and schemaDDL, when set, draw the statements instead of
 	// statement and ddl (another schema's workloads).
 	dml, schemaDDL func() string
@@ -367,10 +385,15 @@ func (w *randomWorkload) run(t testing.TB) {
 			w.exec(ctx, conn, "A", w.nextDML())
 			w.exec(ctx, conn, "A", w.nextDML())
 			w.exec(ctx, conn, "A", []string{"ROLLBACK", "COMMIT"}[w.n(2)])
-		case r < 23 && !cooperative:
+		case r < 25:
+			// An XA transaction left prepared on a connection of its own,
+			// which stays open until the reset ends it or is closed by
+			// the client: the reset must roll it back.
+			w.abandonXA(ctx)
+		case r < 28 && !cooperative:
 			// An XA transaction, carried to its end: one phase, or
 			// prepared and then committed or rolled back.
-			xid := fmt.Sprintf("'x%d'", w.n(1_000_000))
+			xid := w.xid()
 			w.exec(ctx, conn, "A", "XA START "+xid)
 			w.exec(ctx, conn, "A", w.nextDML())
 			w.exec(ctx, conn, "A", "XA END "+xid)
@@ -400,6 +423,54 @@ func (w *randomWorkload) run(t testing.TB) {
 	}
 }
 
+// xid returns a random xid of the workload's lease (see abandoned).
+func (w *randomWorkload) xid() string {
+	return fmt.Sprintf("'%s%d'", w.xidPrefix, w.n(1_000_000))
+}
+
+// abandonXA runs a random statement in an XA transaction on a connection
+// of its own and prepares it, never to commit or roll it back; half the
+// time the client then disconnects.
+func (w *randomWorkload) abandonXA(ctx context.Context) {
+	c, err := w.a.Conn(ctx)
+	if err != nil {
+		fmt.Fprintf(&w.log, "  X: connect: %v\n", err)
+		return
+	}
+	xid := w.xid()
+	w.exec(ctx, c, "X", "XA START "+xid)
+	w.exec(ctx, c, "X", w.nextDML())
+	w.exec(ctx, c, "X", "XA END "+xid)
+	w.exec(ctx, c, "X", "XA PREPARE "+xid)
+	if w.n(2) == 0 {
+		w.log.WriteString("  X: (disconnects)\n")
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	_ = c.Close()
+}
+
+// commitAbandoned commits, as anyone on the server could, the XA
+// transactions of the lease with xidPrefix that the server still holds
+// prepared after a reset, and returns them. A reset rolls back every one
+// that wrote to its database; those left wrote nothing (their statement
+// changed no row, so the binary log has nothing of them), and committing
+// them must leave the database as the reset did.
+func commitAbandoned(t testing.TB, db *sql.DB, xidPrefix string) []string {
+	t.Helper()
+	ids, err := xa.Prepared(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, id := range ids {
+		if strings.HasPrefix(id.Gtrid, xidPrefix) {
+			_, _ = db.Exec("XA COMMIT " + id.SQL())
+			out = append(out, id.String())
+		}
+	}
+	return out
+}
+
 // dsnOf remembers the DSN of each lease pool the fixture opened.
 var dsnOf = map[*sql.DB]string{}
 
@@ -415,6 +486,9 @@ func (w *randomWorkload) runMix(ctx context.Context, conn *sql.Conn) {
 	ddlAt := -1
 	if w.rng.Float64() < w.mix.ddlShare {
 		ddlAt = w.n(ops)
+	}
+	if w.rng.Float64() < 0.03 {
+		w.abandonXA(ctx) // a test that leaves an XA transaction prepared
 	}
 	for i := 0; i < ops; i++ {
 		if i == ddlAt {
@@ -522,7 +596,8 @@ func concurrentRun(t *testing.T, f *fixture, name string, per int, mix *suiteMix
 		run := func() {
 			defer wg.Done()
 			for i := 0; i < *propertyConcurrentN; i++ {
-				w := &randomWorkload{rng: wk.rng, a: wk.a, b: wk.b, strategy: wk.s, direct: map[string]bool{}, mix: mix}
+				w := &randomWorkload{rng: wk.rng, a: wk.a, b: wk.b, strategy: wk.s, direct: map[string]bool{}, mix: mix,
+					xidPrefix: wk.tg.Database + "_"}
 				w.run(t)
 				rep, base, err := strategies.Reset(context.Background(), *wk.tg)
 				if err != nil {
@@ -530,9 +605,10 @@ func concurrentRun(t *testing.T, f *fixture, name string, per int, mix *suiteMix
 					return
 				}
 				wk.tg.Baseline = base
+				left := commitAbandoned(t, f.srv.DB, w.xidPrefix) // see propertyRun
 				if d := f.diffConcurrent(wk.tg.Database); len(d) > 0 {
-					t.Errorf("%s %s workload %d: the %s reset left %d differences:\n%s\nreport: %+v\nworkload:\n%s",
-						name, wk.tg.Database, i, wk.s, len(d), strings.Join(d, "\n"), rep, w.log.String())
+					t.Errorf("%s %s workload %d: the %s reset left %d differences (after committing the XA transactions it left prepared: %v):\n%s\nreport: %+v\nworkload:\n%s",
+						name, wk.tg.Database, i, wk.s, len(d), left, strings.Join(d, "\n"), rep, w.log.String())
 					return
 				}
 				mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/internal/filename"
 	"github.com/testdbd/testdbd/schema"
+	"github.com/testdbd/testdbd/xa"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,6 +60,10 @@ type Target struct {
 	// means from the server's statement counters, which also count other
 	// databases' schema changes.
 	Dir string
+	// XA is the server's binary log reader: the prepared XA transactions
+	// that wrote to the database are rolled back once the lease's sessions
+	// have ended (nil: left alone).
+	XA *xa.Log
 }
 
 // Baseline is a worker database's state right after a reset.
@@ -191,6 +196,17 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 			return nil, err
 		}
 		rs.r.SessionsEnded = n
+	}
+	if t.XA != nil && !brokenXA {
+		// A test that left an XA transaction prepared left its changes,
+		// uncommitted, with their row locks, for anyone to commit later.
+		rolled, _, err := t.XA.RollBackIn(ctx, rs.conn, t.Database)
+		if err != nil {
+			return nil, fmt.Errorf("roll back the XA transactions left prepared in %s: %w", t.Database, err)
+		}
+		for _, id := range rolled {
+			rs.r.XARolledBack = append(rs.r.XARolledBack, id.String())
+		}
 	}
 	rs.r.Phases.Sessions = time.Since(phase)
 
@@ -998,6 +1014,10 @@ func (rs *resetter) reclone(ctx context.Context, changes []string) (*Baseline, e
 // change, to show that the property test catches a blind watch.
 var brokenSchemaWatch bool
 
+// brokenXA, set only by tests, makes resets leave the XA transactions a
+// test left prepared alone, to show that the property test catches them.
+var brokenXA bool
+
 // brokenDelta, set only by tests, makes appendedRows trust NUM_ROWS alone,
 // to show that the property test catches a delta restore that is not exact.
 var brokenDelta bool
@@ -1100,8 +1120,9 @@ func tableNames(ts []*schema.Table) string {
 // ExplainLockWait adds to err, when it is a lock wait timeout, the XA
 // transactions the server holds prepared: a test that left one prepared
 // (XA PREPARE without XA COMMIT or XA ROLLBACK) leaves it, with its locks,
-// when its session ends, and the servers do not say which database it
-// wrote to, so testdbd cannot end it on the lease's behalf.
+// when its session ends. Resets roll back those the binary log shows wrote
+// to their database (Target.XA); one the log does not show (the server
+// runs without it) is left to whoever knows its xid.
 func ExplainLockWait(ctx context.Context, db *sql.DB, err error) error {
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) || me.Number != 1205 {

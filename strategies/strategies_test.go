@@ -24,6 +24,7 @@ import (
 	"github.com/testdbd/testdbd/migrations"
 	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
+	"github.com/testdbd/testdbd/xa"
 	"github.com/testdbd/testdbd/templates"
 )
 
@@ -41,6 +42,7 @@ type fixture struct {
 	t      testing.TB
 	srv    *instance.Member
 	ddl    *strategies.DDLCounter
+	xa     *xa.Log // the server's binary log, shared by its resets
 	schema *schema.Schema
 	want   *dbcompare.Snapshot
 	// counters makes resets detect schema changes from the server's
@@ -171,7 +173,7 @@ func newFixture(t testing.TB, p testenv.Provider) *fixture {
 	files = append(files, migrations.File{Name: "00004_extra.sql", Content: []byte(extraMigration)},
 		migrations.File{Name: "00005_fidelity.sql", Content: []byte(fidelityMigration)})
 	ctx := context.Background()
-	f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}}
+	f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}, xa: &xa.Log{}}
 	// Built as testdbd builds templates: as the template database's owner,
 	// the definer of its objects.
 	built, err := templates.Build(ctx, srv, f.ddl, "tpl", migrations.Source{Files: files}, templates.BuildOptions{})
@@ -224,7 +226,7 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 	dsnOf[db] = cfg.FormatDSN()
 	f.t.Cleanup(func() { db.Close() })
 	return &strategies.Target{DB: f.srv.DB, StatusDB: f.srv.StatusDB, Flavor: f.srv.Flavor, DDL: f.ddl, Schema: f.schema,
-		Database: name, User: user, Baseline: base, Strategy: strategy, Dir: f.dir(name), Owner: owner.User}, db
+		Database: name, User: user, Baseline: base, Strategy: strategy, Dir: f.dir(name), Owner: owner.User, XA: f.xa}, db
 }
 
 // reset runs a reset and keeps the new baseline.

@@ -77,6 +77,9 @@ func newFloorVariants(ctx context.Context, d *daemon, template string) (_ []vari
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Net, cfg.Addr, cfg.DBName = "root", "unix", filepath.Join(filepath.Dir(datadir), "mysqld.sock"), ""
 	cfg.MultiStatements, cfg.InterpolateParams = true, true
+	// As the daemon's own sessions: the floor's restores stay out of the
+	// binary log.
+	cfg.Params = map[string]string{"sql_log_bin": "0"}
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err

@@ -501,6 +501,9 @@ asked when it did. The lease's open connections are ended; reconnect.`
 	if len(r.SchemaChanges) > 0 {
 		fmt.Fprintf(stdout, "  schema put back: %s\n", strings.Join(r.SchemaChanges, "; "))
 	}
+	if len(r.XARolledBack) > 0 {
+		fmt.Fprintf(stdout, "  XA transactions left prepared, rolled back: %s\n", strings.Join(r.XARolledBack, ", "))
+	}
 	return nil
 }
 

@@ -2533,7 +2533,11 @@ type ResetReport struct {
 	// The tables of tables_reset restored by deleting only the rows the test
 	// added to them (big tables the test only appended to: the delta
 	// restore); the others were copied back whole from the template.
-	TablesDelta   []string `protobuf:"bytes,13,rep,name=tables_delta,json=tablesDelta,proto3" json:"tables_delta,omitempty"`
+	TablesDelta []string `protobuf:"bytes,13,rep,name=tables_delta,json=tablesDelta,proto3" json:"tables_delta,omitempty"`
+	// The XA transactions a test left prepared in the database (XA PREPARE
+	// without XA COMMIT or XA ROLLBACK) that the reset rolled back, by xid
+	// ('gtrid', or X'gtrid',X'bqual',formatID).
+	XaRolledBack  []string `protobuf:"bytes,14,rep,name=xa_rolled_back,json=xaRolledBack,proto3" json:"xa_rolled_back,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2655,6 +2659,13 @@ func (x *ResetReport) GetKeepAutoIncrement() bool {
 func (x *ResetReport) GetTablesDelta() []string {
 	if x != nil {
 		return x.TablesDelta
+	}
+	return nil
+}
+
+func (x *ResetReport) GetXaRolledBack() []string {
+	if x != nil {
+		return x.XaRolledBack
 	}
 	return nil
 }
@@ -3933,7 +3944,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\rtemplate_hash\x18\x13 \x01(\tR\ftemplateHash\x12'\n" +
 	"\x0fmax_connections\x18\x14 \x01(\x05R\x0emaxConnections\x12!\n" +
 	"\fended_reason\x18\x15 \x01(\tR\vendedReason\x12.\n" +
-	"\x13keep_auto_increment\x18\x16 \x01(\bR\x11keepAutoIncrement\"\x94\x04\n" +
+	"\x13keep_auto_increment\x18\x16 \x01(\bR\x11keepAutoIncrement\"\xba\x04\n" +
 	"\vResetReport\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12/\n" +
 	"\bstrategy\x18\x02 \x01(\x0e2\x13.testdb.v1.StrategyR\bstrategy\x12B\n" +
@@ -3948,7 +3959,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	" \x01(\x05R\rsessionsEnded\x12\x1a\n" +
 	"\bdatabase\x18\v \x01(\tR\bdatabase\x12.\n" +
 	"\x13keep_auto_increment\x18\f \x01(\bR\x11keepAutoIncrement\x12!\n" +
-	"\ftables_delta\x18\r \x03(\tR\vtablesDelta\"\xa4\x01\n" +
+	"\ftables_delta\x18\r \x03(\tR\vtablesDelta\x12$\n" +
+	"\x0exa_rolled_back\x18\x0e \x03(\tR\fxaRolledBack\"\xa4\x01\n" +
 	"\vResetPhases\x12\x1f\n" +
 	"\vsessions_ms\x18\x01 \x01(\x01R\n" +
 	"sessionsMs\x12\x1b\n" +
