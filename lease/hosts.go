@@ -18,9 +18,9 @@ type host struct {
 	*instance.Member
 	ddl      *strategies.DDLCounter
 	xa       *xa.Log // its binary log's prepared XA transactions
-	dbs      int  // worker databases on it, all states
-	tables   int  // tables of every database testdbd made on it
-	dead     bool // it died; nothing new goes there
+	dbs      int     // worker databases on it, all states
+	tables   int     // tables of every database testdbd made on it
+	dead     bool    // it died; nothing new goes there
 	deathErr error
 	tdc      int    // table_definition_cache it runs with
 	recalc   string // innodb_stats_auto_recalc it runs with, when not OFF

@@ -27,6 +27,7 @@ import (
 	"github.com/testdbd/testdbd/lease"
 	"github.com/testdbd/testdbd/migrations"
 	"github.com/testdbd/testdbd/templates"
+	"github.com/testdbd/testdbd/xa"
 )
 
 var stressFor = flag.Duration("stress.duration", 10*time.Second, "how long TestStress runs (run it for 1m to soak the lease manager)")
@@ -775,5 +776,84 @@ func TestCanceledAcquireKeepsNothing(t *testing.T) {
 	e.waitPool(t, "app", 1)
 	if s := e.m.Stats(); s.LeasesActive != 0 {
 		t.Errorf("%d leases active after canceled acquires", s.LeasesActive)
+	}
+}
+
+// TestPreparedXAAtRelease: a lease whose test left XA transactions
+// prepared — one on a session still open at the release, one whose client
+// disconnected — is released; its database is recycled (not dropped), the
+// transactions are gone (nobody can commit them into the next lease's
+// database), and the next lease gets the template's rows. A template
+// deleted while a lease's test holds one prepared leaves no database
+// behind.
+func TestPreparedXAAtRelease(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, p, 1, lease.Config{PoolSize: 2})
+			e.ensure(t, "app", 2)
+			e.waitPool(t, "app", 2)
+			srv := e.fleet.Members()[0]
+			a := e.acquire(t, lease.AcquireRequest{Template: "app", Worker: "w1", Strategy: testdbd.StrategySnapshot})
+			db := open(t, a) // no idle connections: closing one disconnects
+			prepare := func(xid, stmt string) *sql.Conn {
+				c, err := db.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, q := range []string{"XA START '" + xid + "'", stmt, "XA END '" + xid + "'", "XA PREPARE '" + xid + "'"} {
+					if _, err := c.ExecContext(ctx, q); err != nil {
+						t.Fatalf("%s: %v", q, err)
+					}
+				}
+				return c
+			}
+			open1 := prepare("rel_open", "INSERT INTO users (email, name) VALUES ('xa@x', 'xa')")
+			defer open1.Close()
+			prepare("rel_closed", "DELETE FROM users WHERE id = 3").Close()
+			if _, err := e.m.Release(a.ID); err != nil {
+				t.Fatal(err)
+			}
+			e.waitPool(t, "app", 2)
+			if ids, err := xa.Prepared(ctx, srv.DB); err != nil || len(ids) > 0 {
+				t.Fatalf("prepared after the release: %v (%v)", ids, err)
+			}
+			_, evs := e.m.Events(100, 0)
+			for _, ev := range evs {
+				if ev.Kind == "recycle_failed" {
+					t.Errorf("the released database was not recycled: %s", ev.Message)
+				}
+			}
+			b := e.acquire(t, lease.AcquireRequest{Template: "app", Worker: "w1", Strategy: testdbd.StrategySnapshot})
+			if b.Database != a.Database {
+				t.Fatalf("worker w1 got %s, its previous database was %s", b.Database, a.Database)
+			}
+			var n int
+			if err := open(t, b).QueryRow("SELECT COUNT(*) FROM users WHERE id <= 3 AND email <> 'xa@x'").Scan(&n); err != nil || n != 3 {
+				t.Fatalf("the next lease's users: %d of the template's 3 (%v)", n, err)
+			}
+			if _, err := open(t, b).Exec("XA COMMIT 'rel_closed'"); err == nil {
+				t.Error("XA COMMIT of the released lease's prepared transaction succeeded in the next lease")
+			}
+
+			db = open(t, b)
+			prepare("del_closed", "DELETE FROM users WHERE id = 2").Close()
+			if _, err := e.m.DeleteTemplate(ctx, "app", true); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				var dbs int
+				srv.DB.QueryRow("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'tdb\\_%'").Scan(&dbs)
+				ids, _ := xa.Prepared(ctx, srv.DB)
+				if dbs == 0 && len(ids) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after deleting the template: %d of its databases on the server, prepared %v", dbs, ids)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
 	}
 }

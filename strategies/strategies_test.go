@@ -24,8 +24,8 @@ import (
 	"github.com/testdbd/testdbd/migrations"
 	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
-	"github.com/testdbd/testdbd/xa"
 	"github.com/testdbd/testdbd/templates"
+	"github.com/testdbd/testdbd/xa"
 )
 
 func TestMain(m *testing.M) {

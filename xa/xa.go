@@ -132,12 +132,12 @@ type Log struct {
 	pos  int64
 	// cur is the XA transaction whose events are being read (between its
 	// XA START and XA PREPARE), nil between transactions.
-	cur     *prepared
-	wrote   map[ID]*prepared
+	cur   *prepared
+	wrote map[ID]*prepared
 	// missing are prepared transactions the log does not show (see
 	// RollBackIn), until XA RECOVER stops listing them.
 	missing map[ID]bool
-	read int64 // events read so far
+	read    int64 // events read so far
 
 	// tmu guards Tidy's schedule, apart from mu: a reset asking TidyDue
 	// must not wait for a Tidy's reading.
