@@ -145,7 +145,7 @@ func settings(e testdbd.Engine, c Config) []setting {
 // XA transaction wrote to (package xa), so that a reset can roll back the
 // ones a test left in its database. Nothing syncs it (sync_binlog=0), the
 // daemon's own sessions do not write to it (OpenAdmin), and the daemon
-// purges it as it grows (xa.Log.Tidy).
+// purges it as it grows (binlog.Log.Tidy).
 const BinlogName = "testdbd-bin"
 
 // Hardening returns the options every provider starts a server with, after

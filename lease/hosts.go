@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/strategies"
-	"github.com/testdbd/testdbd/xa"
 )
 
 // host is one running instance as the manager sees it: what it holds and
@@ -17,10 +17,10 @@ import (
 type host struct {
 	*instance.Member
 	ddl      *strategies.DDLCounter
-	xa       *xa.Log // its binary log's prepared XA transactions
-	dbs      int     // worker databases on it, all states
-	tables   int     // tables of every database testdbd made on it
-	dead     bool    // it died; nothing new goes there
+	binlog   *binlog.Log // its binary log; nil when it runs without one
+	dbs      int         // worker databases on it, all states
+	tables   int         // tables of every database testdbd made on it
+	dead     bool        // it died; nothing new goes there
 	deathErr error
 	tdc      int    // table_definition_cache it runs with
 	recalc   string // innodb_stats_auto_recalc it runs with, when not OFF
@@ -57,7 +57,7 @@ func (m *Manager) adoptLocked(s *instance.Member) *host {
 	if st, ok := m.hosts[s.ID()]; ok {
 		return st
 	}
-	st := &host{Member: s, ddl: &strategies.DDLCounter{}, xa: &xa.Log{}, tdc: instance.DefaultConfig.TableCacheSize()}
+	st := &host{Member: s, ddl: &strategies.DDLCounter{}, tdc: instance.DefaultConfig.TableCacheSize()}
 	if bad := testdbd.Mismatched(s.Settings); len(bad) > 0 {
 		m.event("warning", "settings_mismatched", "server instance "+s.ID()+" runs with settings other than those asked for: "+strings.Join(bad, "; "), "", "", s.ID(), "")
 	}
@@ -67,6 +67,8 @@ func (m *Manager) adoptLocked(s *instance.Member) *host {
 			_, _ = fmt.Sscan(set.Actual, &st.tdc)
 		case set.Name == "innodb_stats_auto_recalc" && !set.OK:
 			st.recalc = set.Actual
+		case set.Name == "log_bin" && set.OK:
+			st.binlog = &binlog.Log{}
 		}
 	}
 	select {

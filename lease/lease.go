@@ -485,16 +485,16 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy,
 func (m *Manager) targetLocked(db *workerDB, user string, s testdbd.Strategy) strategies.Target {
 	st := db.rep.host
 	return strategies.Target{DB: st.DB, StatusDB: st.StatusDB, Flavor: st.Flavor, DDL: st.ddl, Schema: db.rep.schema,
-		Database: db.name, User: user, Baseline: db.baseline, Untrusted: st.untrusted(), Strategy: s, Dir: st.DatabaseDir(db.name), Owner: db.owner, XA: st.xa}
+		Database: db.name, User: user, Baseline: db.baseline, Untrusted: st.untrusted(), Strategy: s, Dir: st.DatabaseDir(db.name), Owner: db.owner, Binlog: st.binlog}
 }
 
 // runReset runs one reset, records its baseline and metrics. db's operation
 // lock must be held.
 func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.Target, leaseID, trigger string) (rep testdbd.ResetReport, err error) {
 	rep, base, err := strategies.Reset(ctx, target)
-	if st := db.rep.host; st.xa.TidyDue() {
+	if st := db.rep.host; st.binlog != nil && st.binlog.TidyDue() {
 		m.goBackground(func(ctx context.Context) {
-			if err := st.xa.Tidy(ctx, st.DB); err != nil && !isCanceled(err) && !m.hostDead(st) {
+			if err := st.binlog.Tidy(ctx, st.DB); err != nil && !isCanceled(err) && !m.hostDead(st) {
 				m.log.Warn("purge the binary log", "instance", st.ID(), "err", err)
 			}
 		})

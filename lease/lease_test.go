@@ -20,6 +20,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/internal/dbcompare"
 	"github.com/testdbd/testdbd/internal/testenv"
@@ -27,7 +28,6 @@ import (
 	"github.com/testdbd/testdbd/lease"
 	"github.com/testdbd/testdbd/migrations"
 	"github.com/testdbd/testdbd/templates"
-	"github.com/testdbd/testdbd/xa"
 )
 
 var stressFor = flag.Duration("stress.duration", 10*time.Second, "how long TestStress runs (run it for 1m to soak the lease manager)")
@@ -815,7 +815,7 @@ func TestPreparedXAAtRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.waitPool(t, "app", 2)
-			if ids, err := xa.Prepared(ctx, srv.DB); err != nil || len(ids) > 0 {
+			if ids, err := binlog.Prepared(ctx, srv.DB); err != nil || len(ids) > 0 {
 				t.Fatalf("prepared after the release: %v (%v)", ids, err)
 			}
 			_, evs := e.m.Events(100, 0)
@@ -845,7 +845,7 @@ func TestPreparedXAAtRelease(t *testing.T) {
 			for {
 				var dbs int
 				srv.DB.QueryRow("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'tdb\\_%'").Scan(&dbs)
-				ids, _ := xa.Prepared(ctx, srv.DB)
+				ids, _ := binlog.Prepared(ctx, srv.DB)
 				if dbs == 0 && len(ids) == 0 {
 					break
 				}

@@ -282,7 +282,7 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 		}
 	}
 	if err == nil {
-		db.baseline, err = strategies.TakeBaseline(ctx, st.StatusDB, st.Flavor, st.ddl, db.name, st.DatabaseDir(db.name))
+		db.baseline, err = strategies.TakeBaseline(ctx, st.StatusDB, st.Flavor, st.ddl, db.name, st.DatabaseDir(db.name), st.binlog)
 	}
 	if err == nil {
 		err = m.prepareUser(ctx, db)
@@ -430,8 +430,10 @@ func (m *Manager) dropDatabase(st *host, name, why string, users ...string) {
 var dropRetries = []time.Duration{time.Second, 10 * time.Second, time.Minute}
 
 func (m *Manager) dropOnce(ctx context.Context, st *host, name string) error {
-	if _, _, err := st.xa.RollBackIn(ctx, st.DB, name); err != nil {
-		return err
+	if st.binlog != nil {
+		if _, _, err := st.binlog.RollBackXA(ctx, st.DB, name); err != nil {
+			return err
+		}
 	}
 	if err := schema.Drop(ctx, st.DB, st.ddl, name); err != nil {
 		return strategies.ExplainLockWait(ctx, st.DB, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/internal/testenv"
 	"github.com/testdbd/testdbd/internal/workload"
@@ -34,7 +35,7 @@ func standardFixture(b *testing.B, tables int) *fixture {
 	if _, err := migrations.Run(ctx, db, workload.Standard(tables), nil, nil); err != nil {
 		b.Fatal(err)
 	}
-	f := &fixture{t: b, srv: srv, ddl: &strategies.DDLCounter{}}
+	f := &fixture{t: b, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
 	if f.schema, err = schema.Capture(ctx, srv.DB, "tpl", ""); err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/internal/dbcompare"
 	"github.com/testdbd/testdbd/internal/testenv"
 	"github.com/testdbd/testdbd/strategies"
@@ -72,7 +73,7 @@ func TestDjangoSchema(t *testing.T) {
 				t.Fatalf("PyMySQL needs python3-cryptography to log in to MySQL (caching_sha2_password): run scripts/install-deps.sh clients")
 			}
 			ctx := context.Background()
-			f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}}
+			f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
 			build, err := templates.BeginExternal(ctx, srv, f.ddl, "dj_tpl")
 			if err != nil {
 				t.Fatal(err)
@@ -111,7 +112,8 @@ func TestDjangoSchema(t *testing.T) {
 					b := reopenAs(t, a)
 					stats := map[string]int{}
 					for i := 0; i < *djangoN; i++ {
-						w := &randomWorkload{rng: rng, a: a, b: b, strategy: s, direct: map[string]bool{}}
+						w := &randomWorkload{rng: rng, a: a, b: b, strategy: s, direct: map[string]bool{}, xidPrefix: tg.Database + "_",
+							endEmptyXA: srv.Flavor == testdbd.MySQL}
 						dj := djangoWorkload{w}
 						w.dml, w.schemaDDL = dj.statement, dj.ddl
 						w.run(t)
@@ -120,9 +122,10 @@ func TestDjangoSchema(t *testing.T) {
 							t.Fatalf("seed %d workload %d: reset: %v\nworkload:\n%s", seed, i, err, w.log.String())
 						}
 						tg.Baseline = base
+						left := commitAbandoned(t, srv.DB, w.xidPrefix) // see propertyRun
 						if d := f.diff(tg.Database); len(d) > 0 {
-							t.Fatalf("seed %d workload %d: the %s reset left %d differences:\n%s\nreport: %+v\nworkload:\n%s",
-								seed, i, s, len(d), strings.Join(d, "\n"), rep, w.log.String())
+							t.Fatalf("seed %d workload %d: the %s reset left %d differences (after committing the XA transactions it left prepared: %v):\n%s\nreport: %+v\nworkload:\n%s",
+								seed, i, s, len(d), left, strings.Join(d, "\n"), rep, w.log.String())
 						}
 						stats["tables reset"] += len(rep.TablesReset)
 						if strings.Contains(rep.FallbackReason, "checked every table") {

@@ -5,9 +5,10 @@ package strategies
 // property test fails when detection misses something.
 func BreakDetector(ignore func(table string) bool) { brokenDetector = ignore }
 
-// BreakSchemaWatch makes resets that watch a database's directory ignore
-// what they see there (false restores it), to prove that the property test
-// fails when schema changes are missed.
+// BreakSchemaWatch makes resets that watch a database's directory, or
+// read its schema changes from the binary log, ignore what they see there
+// (false restores it), to prove that the property test fails when schema
+// changes are missed.
 func BreakSchemaWatch(broken bool) { brokenSchemaWatch = broken }
 
 // BreakDelta makes the delta restore of big tables trust their row count

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/internal/dbcompare"
-	"github.com/testdbd/testdbd/xa"
 )
 
 // relevance returns what a search of the articles' FULLTEXT index gives in
@@ -206,7 +206,7 @@ func TestPreparedXARolledBack(t *testing.T) {
 		if d := f.diff(tg.Database); len(d) > 0 {
 			t.Errorf("after the reset: %s", strings.Join(d, "\n"))
 		}
-		ids, err := xa.Prepared(ctx, f.srv.DB)
+		ids, err := binlog.Prepared(ctx, f.srv.DB)
 		if err != nil {
 			t.Fatal(err)
 		}

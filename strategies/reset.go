@@ -15,9 +15,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/accounts"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/internal/filename"
 	"github.com/testdbd/testdbd/schema"
-	"github.com/testdbd/testdbd/xa"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,10 +60,13 @@ type Target struct {
 	// means from the server's statement counters, which also count other
 	// databases' schema changes.
 	Dir string
-	// XA is the server's binary log reader: the prepared XA transactions
-	// that wrote to the database are rolled back once the lease's sessions
-	// have ended (nil: left alone).
-	XA *xa.Log
+	// Binlog reads the server's binary log (nil: the server keeps none).
+	// The prepared XA transactions that wrote to the database are rolled
+	// back once the lease's sessions have ended; and, without Dir, schema
+	// changes are found from the statements the log holds in the database
+	// (binlog.Log.SchemaChangedSince) instead of the server's statement
+	// counters.
+	Binlog *binlog.Log
 }
 
 // Baseline is a worker database's state right after a reset.
@@ -80,6 +83,10 @@ type Baseline struct {
 	// time, and a digest of the database's routines and events.
 	Dir      DirStamp
 	Routines string
+	// Binlog, with Target.Binlog and no Target.Dir: where the binary log
+	// ended when the baseline's detection read it; the test's schema
+	// changes come after.
+	Binlog binlog.Pos
 }
 
 // DirStamp identifies a directory's contents: any file created, renamed
@@ -152,9 +159,9 @@ func Reset(ctx context.Context, t Target) (testdbd.ResetReport, *Baseline, error
 }
 
 // TakeBaseline reads a freshly cloned database's state through statusDB
-// (see Target.StatusDB); dir is its directory as in Target.Dir.
-func TakeBaseline(ctx context.Context, statusDB *sql.DB, flavor testdbd.Flavor, ddl *DDLCounter, database, dir string) (*Baseline, error) {
-	rs := &resetter{t: Target{StatusDB: statusDB, Flavor: flavor, Database: database, DDL: ddl, Dir: dir}}
+// (see Target.StatusDB); dir and log are as Target.Dir and Target.Binlog.
+func TakeBaseline(ctx context.Context, statusDB *sql.DB, flavor testdbd.Flavor, ddl *DDLCounter, database, dir string, log *binlog.Log) (*Baseline, error) {
+	rs := &resetter{t: Target{StatusDB: statusDB, Flavor: flavor, Database: database, DDL: ddl, Dir: dir, Binlog: log}}
 	obs, err := rs.observe(ctx)
 	if err == nil && obs.dirErr != nil {
 		err = obs.dirErr
@@ -197,10 +204,10 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 		}
 		rs.r.SessionsEnded = n
 	}
-	if t.XA != nil && !brokenXA {
+	if t.Binlog != nil && !brokenXA {
 		// A test that left an XA transaction prepared left its changes,
 		// uncommitted, with their row locks, for anyone to commit later.
-		rolled, _, err := t.XA.RollBackIn(ctx, rs.conn, t.Database)
+		rolled, _, err := t.Binlog.RollBackXA(ctx, rs.conn, t.Database)
 		if err != nil {
 			return nil, fmt.Errorf("roll back the XA transactions left prepared in %s: %w", t.Database, err)
 		}
@@ -373,12 +380,16 @@ func (rs *resetter) needsFullCheck(obs *observation) string {
 		if why := rs.schemaChangedHere(obs); why != "" {
 			return why
 		}
+	case obs.fromLog:
+		if obs.schemaStmt != "" && !brokenSchemaWatch {
+			return "a schema-changing statement ran in this database since the last reset: " + obs.schemaStmt
+		}
 	case obs.own.unknown != t.Baseline.own.unknown || obs.own.unknown%2 == 1 || t.Baseline.own.unknown%2 == 1:
 		return "a template was built on this server since the last reset"
 	case obs.own.failed != t.Baseline.own.failed:
 		return "a batch of schema changes by testdbd failed on this server since the last reset"
 	}
-	if foreign := (obs.serverDDL - t.Baseline.ServerDDL) - (obs.own.own - t.Baseline.own.own); t.Dir == "" && foreign > 0 {
+	if foreign := (obs.serverDDL - t.Baseline.ServerDDL) - (obs.own.own - t.Baseline.own.own); t.Dir == "" && !obs.fromLog && foreign > 0 {
 		return fmt.Sprintf("%d schema-changing statements ran on the server since the last reset that testdbd did not run", foreign)
 	}
 	for _, tbl := range t.Schema.Tables {
@@ -1044,6 +1055,12 @@ type observation struct {
 	statsTouched map[string]bool
 	dir          DirStamp // with Target.Dir: the directory's stamp
 	dirErr       error
+	// fromLog: schema changes were looked for in the binary log (Target.Binlog
+	// without Target.Dir); schemaStmt is the last one it holds in the
+	// database since the baseline, binlogEnd where the log ended.
+	fromLog    bool
+	schemaStmt string
+	binlogEnd  binlog.Pos
 }
 
 // observe reads the worker's table states and the server's DDL counters,
@@ -1051,11 +1068,30 @@ type observation struct {
 // read is shared with the other resets on the server that wait for one at
 // the same moment (see scan).
 func (rs *resetter) observe(ctx context.Context) (*observation, error) {
-	obs, err := rs.t.DDL.observeShared(ctx, rs.t.StatusDB, rs.t.Flavor, rs.t.Database, rs.t.Dir != "")
-	if err == nil && rs.t.Dir != "" {
-		obs.dir, obs.dirErr = statDir(rs.t.Dir)
+	t := rs.t
+	fromLog := t.Dir == "" && t.Binlog != nil
+	obs, err := t.DDL.observeShared(ctx, t.StatusDB, t.Flavor, t.Database, t.Dir != "", !fromLog)
+	if err != nil {
+		return nil, err
 	}
-	return obs, err
+	if t.Dir != "" {
+		obs.dir, obs.dirErr = statDir(t.Dir)
+	}
+	if fromLog {
+		var since binlog.Pos
+		if t.Baseline != nil {
+			since = t.Baseline.Binlog
+		}
+		var q binlog.Querier = t.StatusDB
+		if rs.conn != nil {
+			q = rs.conn
+		}
+		obs.fromLog = true
+		if obs.schemaStmt, obs.binlogEnd, err = t.Binlog.SchemaChangedSince(ctx, q, t.Database, since); err != nil {
+			return nil, err
+		}
+	}
+	return obs, nil
 }
 
 // readDDLStatus returns the sum of the server's schema-changing statement
@@ -1091,7 +1127,7 @@ func (rs *resetter) rebaseline(ctx context.Context) (*Baseline, error) {
 	if states == nil {
 		states = map[string]TableState{}
 	}
-	b := &Baseline{Tables: states, ServerDDL: rs.obs.serverDDL, own: rs.obs.own, Second: second}
+	b := &Baseline{Tables: states, ServerDDL: rs.obs.serverDDL, own: rs.obs.own, Second: second, Binlog: rs.obs.binlogEnd}
 	if rs.t.Dir != "" {
 		sigs, err := readRoutineDigests(ctx, rs.conn, map[string]bool{rs.t.Database: true})
 		if err != nil {
@@ -1106,7 +1142,8 @@ func (rs *resetter) rebaseline(ctx context.Context) (*Baseline, error) {
 }
 
 func (o *observation) baseline() *Baseline {
-	return &Baseline{Tables: o.tables, ServerDDL: o.serverDDL, own: o.own, Dir: o.dir, Routines: o.routines, Second: o.second}
+	return &Baseline{Tables: o.tables, ServerDDL: o.serverDDL, own: o.own, Dir: o.dir, Routines: o.routines, Second: o.second,
+		Binlog: o.binlogEnd}
 }
 
 func tableNames(ts []*schema.Table) string {
@@ -1121,7 +1158,7 @@ func tableNames(ts []*schema.Table) string {
 // transactions the server holds prepared: a test that left one prepared
 // (XA PREPARE without XA COMMIT or XA ROLLBACK) leaves it, with its locks,
 // when its session ends. Resets roll back those the binary log shows wrote
-// to their database (Target.XA); one the log does not show (the server
+// to their database (Target.Binlog); one the log does not show (the server
 // runs without it) is left to whoever knows its xid.
 func ExplainLockWait(ctx context.Context, db *sql.DB, err error) error {
 	var me *mysql.MySQLError

@@ -37,9 +37,9 @@ type scan struct {
 // starts after the call (so it sees everything done before), possibly
 // together with other databases' resets. Both halves run on statusDB, a pool
 // the caller's connections never wait on. With perDB the database's
-// routines and events are digested instead of the server's DDL counters
-// being read.
-func (c *DDLCounter) observeShared(ctx context.Context, statusDB *sql.DB, flavor testdbd.Flavor, database string, perDB bool) (*observation, error) {
+// routines and events are digested, otherwise with status the server's DDL
+// counters are read.
+func (c *DDLCounter) observeShared(ctx context.Context, statusDB *sql.DB, flavor testdbd.Flavor, database string, perDB, status bool) (*observation, error) {
 	c.smu.Lock()
 	if c.next == nil {
 		c.next = &scan{dbs: map[string]bool{}, perDB: map[string]bool{}, done: make(chan struct{})}
@@ -48,7 +48,7 @@ func (c *DDLCounter) observeShared(ctx context.Context, statusDB *sql.DB, flavor
 	s.dbs[database] = true
 	if perDB {
 		s.perDB[database] = true
-	} else {
+	} else if status {
 		s.status = true
 	}
 	if !c.scanning {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/accounts"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/internal/dbcompare"
 	"github.com/testdbd/testdbd/internal/testenv"
@@ -25,7 +26,6 @@ import (
 	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
 	"github.com/testdbd/testdbd/templates"
-	"github.com/testdbd/testdbd/xa"
 )
 
 func TestMain(m *testing.M) {
@@ -42,21 +42,53 @@ type fixture struct {
 	t      testing.TB
 	srv    *instance.Member
 	ddl    *strategies.DDLCounter
-	xa     *xa.Log // the server's binary log, shared by its resets
+	binlog *binlog.Log // the server's binary log, shared by its resets
 	schema *schema.Schema
 	want   *dbcompare.Snapshot
-	// counters makes resets detect schema changes from the server's
-	// statement counters even where the datadir can be watched.
-	counters bool
+	// mode is how resets detect schema changes (modeAuto: as the daemon
+	// would, watching the directory where it can, else from the binary
+	// log).
+	mode detectMode
 }
 
-// dir is the database directory the fixture's resets watch ("" to use the
-// statement counters).
+// detectMode is how a reset detects a test's schema changes.
+type detectMode string
+
+const (
+	modeAuto      detectMode = ""
+	modeDirectory detectMode = "directory" // the database's directory (Target.Dir)
+	modeBinlog    detectMode = "binlog"    // the binary log (Target.Binlog)
+	// modeCounters: the server's statement counters, as on a server
+	// without a binary log, which also leaves prepared XA transactions
+	// alone.
+	modeCounters detectMode = "counters"
+)
+
+// dir is the database directory the fixture's resets watch ("" when they
+// do not).
 func (f *fixture) dir(name string) string {
-	if f.counters {
-		return ""
+	if f.mode == modeAuto || f.mode == modeDirectory {
+		return f.srv.DatabaseDir(name)
 	}
-	return f.srv.DatabaseDir(name)
+	return ""
+}
+
+// log is the binary log the fixture's resets read (nil in modeCounters).
+func (f *fixture) log() *binlog.Log {
+	if f.mode == modeCounters {
+		return nil
+	}
+	return f.binlog
+}
+
+// modes are the ways schema changes are detected on f's server: watching
+// the directory where the daemon can see it, the binary log, and the
+// server's statement counters.
+func modes(f *fixture) []detectMode {
+	if !f.srv.Watch {
+		return []detectMode{modeBinlog, modeCounters}
+	}
+	return []detectMode{modeDirectory, modeBinlog, modeCounters}
 }
 
 // extraMigration adds tables without AUTO_INCREMENT, a composite key with
@@ -173,7 +205,7 @@ func newFixture(t testing.TB, p testenv.Provider) *fixture {
 	files = append(files, migrations.File{Name: "00004_extra.sql", Content: []byte(extraMigration)},
 		migrations.File{Name: "00005_fidelity.sql", Content: []byte(fidelityMigration)})
 	ctx := context.Background()
-	f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}, xa: &xa.Log{}}
+	f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
 	// Built as testdbd builds templates: as the template database's owner,
 	// the definer of its objects.
 	built, err := templates.Build(ctx, srv, f.ddl, "tpl", migrations.Source{Files: files}, templates.BuildOptions{})
@@ -208,7 +240,7 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { f.srv.DB.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", user)) })
-	base, err := strategies.TakeBaseline(ctx, f.srv.StatusDB, f.srv.Flavor, f.ddl, name, f.dir(name))
+	base, err := strategies.TakeBaseline(ctx, f.srv.StatusDB, f.srv.Flavor, f.ddl, name, f.dir(name), f.log())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -226,7 +258,7 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 	dsnOf[db] = cfg.FormatDSN()
 	f.t.Cleanup(func() { db.Close() })
 	return &strategies.Target{DB: f.srv.DB, StatusDB: f.srv.StatusDB, Flavor: f.srv.Flavor, DDL: f.ddl, Schema: f.schema,
-		Database: name, User: user, Baseline: base, Strategy: strategy, Dir: f.dir(name), Owner: owner.User, XA: f.xa}, db
+		Database: name, User: user, Baseline: base, Strategy: strategy, Dir: f.dir(name), Owner: owner.User, Binlog: f.log()}, db
 }
 
 // reset runs a reset and keeps the new baseline.
@@ -442,22 +474,6 @@ func TestRollbackEndsOpenSessions(t *testing.T) {
 	}
 }
 
-// watchModes are the two ways schema changes are detected, where both
-// work: watching the database's directory, and the server's counters.
-func watchModes(f *fixture) []bool {
-	if !f.srv.Watch {
-		return []bool{true}
-	}
-	return []bool{false, true}
-}
-
-func modeName(counters bool) string {
-	if counters {
-		return "counters"
-	}
-	return "directory"
-}
-
 // TestSchemaChangesAreUndone covers DDL by a test: every strategy notices
 // and re-creates the tables the test changed, or the database when more
 // than tables changed.
@@ -465,9 +481,9 @@ func TestSchemaChangesAreUndone(t *testing.T) {
 	for _, p := range testenv.Providers() {
 		t.Run(p.Name, func(t *testing.T) {
 			f := newFixture(t, p)
-			for _, counters := range watchModes(f) {
-				t.Run(modeName(counters), func(t *testing.T) {
-					f.t, f.counters = t, counters
+			for _, mode := range modes(f) {
+				t.Run(string(mode), func(t *testing.T) {
+					f.t, f.mode = t, mode
 					schemaChangesAreUndone(t, f)
 				})
 			}
@@ -491,7 +507,7 @@ func schemaChangesAreUndone(t *testing.T, f *fixture) {
 	}
 	for i, stmt := range ddl {
 		s := testdbd.Strategies[i%3]
-		name := fmt.Sprintf("w_ddl_%d_%s", i, modeName(f.counters))
+		name := fmt.Sprintf("w_ddl_%d_%s", i, f.mode)
 		tg, db := f.worker(name, s)
 		if strings.Contains(stmt, "%s") {
 			stmt = fmt.Sprintf(stmt, name)
@@ -503,8 +519,8 @@ func schemaChangesAreUndone(t *testing.T, f *fixture) {
 			t.Errorf("%s (%s): after reset:\n%s", stmt, s, strings.Join(d, "\n"))
 		}
 		// ANALYZE changes only statistics: a schema change to the
-		// counters, not to the database's directory.
-		if rep.FallbackReason == "" && (f.counters || !strings.HasPrefix(stmt, "ANALYZE")) {
+		// counters and the binary log, not to the database's directory.
+		if rep.FallbackReason == "" && (f.mode != modeDirectory || !strings.HasPrefix(stmt, "ANALYZE")) {
 			t.Errorf("%s: no fallback reason in %+v", stmt, rep)
 		}
 		if !strings.HasPrefix(stmt, "ANALYZE") && !strings.HasPrefix(stmt, "TRUNCATE") && len(rep.SchemaChanges) == 0 {
@@ -533,9 +549,9 @@ func TestOwnDDLIsCounted(t *testing.T) {
 	for _, p := range testenv.Providers() {
 		t.Run(p.Name, func(t *testing.T) {
 			f := newFixture(t, p)
-			for _, counters := range watchModes(f) {
-				t.Run(modeName(counters), func(t *testing.T) {
-					f.t, f.counters = t, counters
+			for _, mode := range modes(f) {
+				t.Run(string(mode), func(t *testing.T) {
+					f.t, f.mode = t, mode
 					ownDDLIsCounted(t, f)
 				})
 			}
@@ -544,7 +560,7 @@ func TestOwnDDLIsCounted(t *testing.T) {
 }
 
 func ownDDLIsCounted(t *testing.T, f *fixture) {
-	m := modeName(f.counters)
+	m := string(f.mode)
 	tg, db := f.worker("w_count_"+m, testdbd.StrategyTruncate)
 	mustExec(t, db, "INSERT INTO posts (user_id, title) VALUES (3, 'x')")
 	rep := f.reset(tg)
@@ -560,14 +576,15 @@ func ownDDLIsCounted(t *testing.T, f *fixture) {
 	if rep := f.reset(tg); rep.FallbackReason != "" {
 		t.Errorf("own clone counted as foreign DDL: %s", rep.FallbackReason)
 	}
-	// A statement by someone else in another database: the counters
-	// see it (and the full check finds this database clean); the
-	// directory does not.
+	// Statements by someone else in another database, and by another
+	// lease in its own: the counters see them (and the full check finds
+	// this database clean); the directory and the binary log do not.
 	mustExec(t, f.srv.DB, "CREATE DATABASE other_scratch_"+m)
 	mustExec(t, f.srv.DB, "CREATE TABLE other_scratch_"+m+".t (id INT)")
+	mustExec(t, db2, "CREATE TABLE scratch2 (id INT)")
 	mustExec(t, db, "INSERT INTO tags VALUES ('zz', 'z')")
 	rep = f.reset(tg)
-	if f.counters {
+	if f.mode == modeCounters {
 		if !strings.Contains(rep.FallbackReason, "schema-changing statements") || len(rep.SchemaChanges) != 0 {
 			t.Errorf("foreign DDL: %+v", rep)
 		}
@@ -583,7 +600,17 @@ func ownDDLIsCounted(t *testing.T, f *fixture) {
 	if rep.FallbackReason == "" || !strings.Contains(strings.Join(rep.SchemaChanges, ","), "table posts was altered") {
 		t.Errorf("own DDL: %+v", rep)
 	}
+	if f.mode == modeBinlog && !strings.Contains(rep.FallbackReason, "CREATE INDEX by_title") {
+		t.Errorf("own DDL, read from the binary log, not named: %s", rep.FallbackReason)
+	}
 	if d := f.diff(tg.Database); len(d) > 0 {
+		t.Fatal(strings.Join(d, "\n"))
+	}
+	// And the other lease's, at its own reset.
+	if rep := f.reset(tg2); !strings.Contains(strings.Join(rep.SchemaChanges, ","), "scratch2") {
+		t.Errorf("the other lease's DDL at its own reset: %+v", rep)
+	}
+	if d := f.diff(tg2.Database); len(d) > 0 {
 		t.Fatal(strings.Join(d, "\n"))
 	}
 }

@@ -1,5 +1,10 @@
-// Package xa ends the prepared XA transactions that wrote to a worker
-// database.
+// Package binlog reads what a server's binary log says about what tests
+// did on it: which database each prepared XA transaction wrote to, so that
+// a reset can roll back those its test left behind, and which databases'
+// schemas changed, so that one lease's DDL does not make another's reset
+// check everything. testdbd's servers keep a binary log for these two
+// readings only (see instance.BinlogName); the daemon's own sessions stay
+// out of it, so what it holds is what tests and migrations did.
 //
 // A test that runs XA PREPARE and never XA COMMIT or XA ROLLBACK leaves
 // its transaction behind when its session ends: the server keeps it, with
@@ -8,19 +13,18 @@
 // been reset and handed to another lease since. A reset must therefore roll
 // back the prepared transactions that wrote to its database, and only
 // those: another lease's prepared transaction is that lease's business.
-//
 // The servers do not say which database a prepared transaction wrote to:
 // XA RECOVER lists xids only, and InnoDB's list of transactions has no xid.
 // The binary log does: at XA PREPARE the server writes the transaction's
 // row changes there, each preceded by the table it goes to, between the
-// xid's XA START and XA PREPARE events. testdbd's servers keep a binary
-// log for this (see instance.BinlogName), which Log reads as far as
-// needed: only when XA RECOVER lists a transaction it does not know yet,
-// and before the files are purged (Tidy).
+// xid's XA START and XA PREPARE events.
 //
-// A lease's account has privileges on its own database only, so a prepared
-// transaction that wrote to a lease's database is that lease's.
-package xa
+// A lease's account has privileges on its own database only, so what the
+// log shows in a lease's database is that lease's doing.
+//
+// One Log per server reads the log as far as needed (never the same event
+// twice) and Tidy purges it as it grows.
+package binlog
 
 import (
 	"context"
@@ -36,20 +40,20 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// ID is an XA transaction's xid.
-type ID struct {
+// XID is an XA transaction's xid.
+type XID struct {
 	Format       int64
 	Gtrid, Bqual string // raw bytes
 }
 
 // SQL returns the xid as XA statements take it.
-func (x ID) SQL() string {
+func (x XID) SQL() string {
 	return fmt.Sprintf("X'%x',X'%x',%d", x.Gtrid, x.Bqual, x.Format)
 }
 
 // String returns the xid as a client most likely wrote it: 'gtrid' when
 // that is all there is and it is plain text, the SQL form otherwise.
-func (x ID) String() string {
+func (x XID) String() string {
 	if x.Format == 1 && x.Bqual == "" && plain(x.Gtrid) {
 		return "'" + x.Gtrid + "'"
 	}
@@ -73,8 +77,8 @@ type Querier interface {
 
 // Prepared lists the XA transactions the server holds prepared (XA
 // RECOVER).
-func Prepared(ctx context.Context, q Querier) ([]ID, error) {
-	var ids []ID
+func Prepared(ctx context.Context, q Querier) ([]XID, error) {
+	var ids []XID
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		if ids, err = recoverOnce(ctx, q); !isRMError(err) {
@@ -87,13 +91,13 @@ func Prepared(ctx context.Context, q Querier) ([]ID, error) {
 	return ids, err
 }
 
-func recoverOnce(ctx context.Context, q Querier) ([]ID, error) {
+func recoverOnce(ctx context.Context, q Querier) ([]XID, error) {
 	rows, err := q.QueryContext(ctx, "XA RECOVER")
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []ID
+	var ids []XID
 	for rows.Next() {
 		var format, gl, bl int64
 		var data []byte
@@ -103,7 +107,7 @@ func recoverOnce(ctx context.Context, q Querier) ([]ID, error) {
 		if gl < 0 || bl < 0 || gl+bl > int64(len(data)) {
 			return nil, fmt.Errorf("XA RECOVER: a row with lengths %d+%d for %d bytes of data", gl, bl, len(data))
 		}
-		ids = append(ids, ID{Format: format, Gtrid: string(data[:gl]), Bqual: string(data[gl : gl+bl])})
+		ids = append(ids, XID{Format: format, Gtrid: string(data[:gl]), Bqual: string(data[gl : gl+bl])})
 	}
 	return ids, rows.Err()
 }
@@ -133,11 +137,15 @@ type Log struct {
 	// cur is the XA transaction whose events are being read (between its
 	// XA START and XA PREPARE), nil between transactions.
 	cur   *prepared
-	wrote map[ID]*prepared
+	wrote map[XID]*prepared
 	// missing are prepared transactions the log does not show (see
-	// RollBackIn), until XA RECOVER stops listing them.
-	missing map[ID]bool
-	read    int64 // events read so far
+	// RollBackXA), until XA RECOVER stops listing them.
+	missing map[XID]bool
+	// ddl is, by database, the last schema-changing statement read, and
+	// anyDDL the last one run in no database (see SchemaChangedSince).
+	ddl    map[string]change
+	anyDDL change
+	pruned time.Time // when pruneLocked last looked
 
 	// tmu guards Tidy's schedule, apart from mu: a reset asking TidyDue
 	// must not wait for a Tidy's reading.
@@ -148,7 +156,7 @@ type Log struct {
 
 // prepared is one XA transaction as the binary log shows it.
 type prepared struct {
-	id     ID
+	id     XID
 	tables map[string]bool // "database.table", as the log names them
 	seen   time.Time       // when its XA PREPARE was read
 }
@@ -163,31 +171,25 @@ func (p *prepared) wroteTo(database string) bool {
 	return false
 }
 
-// Events returns the number of binary log events read so far.
-func (l *Log) Events() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.read
-}
-
-// RollBackIn rolls back the prepared XA transactions that wrote to
+// RollBackXA rolls back the prepared XA transactions that wrote to
 // database and returns their xids, and the xids of prepared transactions
-// the binary log does not show at all (the log was off, or purged by
-// someone else): those may have written anywhere, and are left alone.
+// the binary log does not show at all: those changed no row (the log has
+// nothing of them) or were prepared while the log was off or before it
+// was purged by someone else; they are left alone.
 // The lease's sessions must have ended first: a session that still holds
 // its prepared transaction (MariaDB keeps it with the session until the
 // session ends) cannot be rolled back from another.
 //
 // When the server holds no prepared transaction, which is nearly always,
 // this is one XA RECOVER.
-func (l *Log) RollBackIn(ctx context.Context, q Querier, database string) (rolledBack, unknown []ID, err error) {
+func (l *Log) RollBackXA(ctx context.Context, q Querier, database string) (rolledBack, unknown []XID, err error) {
 	ids, err := Prepared(ctx, q)
 	if err != nil || len(ids) == 0 {
 		return nil, nil, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	listed := map[ID]bool{}
+	listed := map[XID]bool{}
 	for _, id := range ids {
 		listed[id] = true
 	}
@@ -211,7 +213,7 @@ func (l *Log) RollBackIn(ctx context.Context, q Querier, database string) (rolle
 			// Read to the end and not there: it never will be (its
 			// XA PREPARE was written before XA RECOVER listed it).
 			if l.missing == nil {
-				l.missing = map[ID]bool{}
+				l.missing = map[XID]bool{}
 			}
 			l.missing[id] = true
 			unknown = append(unknown, id)
@@ -234,57 +236,87 @@ func (l *Log) RollBackIn(ctx context.Context, q Querier, database string) (rolle
 // batch is how many events one SHOW BINLOG EVENTS reads.
 const batch = 5000
 
-// readLocked reads the binary log from where it stopped to its end.
+// readLocked reads the binary log from where it stopped to its end,
+// following the log from file to file by its rotate events.
 func (l *Log) readLocked(ctx context.Context, q Querier) error {
+	if l.file == "" {
+		if err := l.restartLocked(ctx, q); err != nil || l.file == "" {
+			return err
+		}
+	}
+	for {
+		n, next, err := l.readBatchLocked(ctx, q)
+		switch {
+		case isLogMissing(err):
+			// Purged by someone else: go on from the oldest file left.
+			if err := l.restartLocked(ctx, q); err != nil || l.file == "" {
+				return err
+			}
+			continue
+		case err != nil:
+			return err
+		case next != "":
+			l.file, l.pos, l.cur = next, 0, nil
+			continue
+		}
+		if n < batch {
+			break
+		}
+	}
+	l.pruneLocked(ctx, q)
+	return nil
+}
+
+// restartLocked goes to the oldest file of the log (l.file stays empty
+// when the server keeps none).
+func (l *Log) restartLocked(ctx context.Context, q Querier) error {
 	files, err := binlogFiles(ctx, q)
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 {
-		return nil
-	}
-	i := indexOf(files, l.file)
-	if i < 0 {
-		// Never read, or purged meanwhile: from the oldest file there is.
-		i, l.file, l.pos, l.cur = 0, files[0].name, 0, nil
-	}
-	for ; i < len(files); i++ {
-		if files[i].name != l.file {
-			l.file, l.pos, l.cur = files[i].name, 0, nil
-		}
-		for {
-			n, err := l.readBatchLocked(ctx, q)
-			if err != nil {
-				return err
-			}
-			if n < batch {
-				break
-			}
-		}
-	}
-	if l.wrote != nil {
-		// Forget the transactions that have long ended: they are not
-		// prepared any more, and no new XA PREPARE is written under an
-		// old position. (A transaction whose XA PREPARE was read but that
-		// XA RECOVER did not list yet is kept: it may be about to be.)
-		now := time.Now()
-		live, _ := recoverOnce(ctx, q)
-		keep := map[ID]bool{}
-		for _, id := range live {
-			keep[id] = true
-		}
-		for id, p := range l.wrote {
-			if !keep[id] && now.Sub(p.seen) > 10*time.Minute {
-				delete(l.wrote, id)
-			}
-		}
+	l.file, l.pos, l.cur = "", 0, nil
+	if len(files) > 0 {
+		l.file = files[0].name
 	}
 	return nil
 }
 
+// pruneLocked forgets, once a minute at most, the transactions that have
+// long ended: they are not prepared any more, and no new XA PREPARE is
+// written under an old position. (A transaction whose XA PREPARE was read
+// but that XA RECOVER did not list yet is kept: it may be about to be.)
+func (l *Log) pruneLocked(ctx context.Context, q Querier) {
+	now := time.Now()
+	if len(l.wrote) == 0 || now.Sub(l.pruned) < time.Minute {
+		return
+	}
+	l.pruned = now
+	live, err := recoverOnce(ctx, q)
+	if err != nil {
+		return
+	}
+	keep := map[XID]bool{}
+	for _, id := range live {
+		keep[id] = true
+	}
+	for id, p := range l.wrote {
+		if !keep[id] && now.Sub(p.seen) > 10*time.Minute {
+			delete(l.wrote, id)
+		}
+	}
+}
+
+// isLogMissing reports ER_ERROR_WHEN_EXECUTING_COMMAND (1220) for a log
+// file that is not there ("Could not find target log").
+func isLogMissing(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1220 && strings.Contains(me.Message, "find target log")
+}
+
 // readBatchLocked reads up to batch events of l.file from l.pos and
-// returns how many it read.
-func (l *Log) readBatchLocked(ctx context.Context, q Querier) (int, error) {
+// returns how many it read, and the next file's name when it read the
+// file's last event (a rotate event).
+func (l *Log) readBatchLocked(ctx context.Context, q Querier) (int, string, error) {
 	query := "SHOW BINLOG EVENTS IN '" + strings.ReplaceAll(l.file, "'", "''") + "'"
 	if l.pos > 0 {
 		query += " FROM " + strconv.FormatInt(l.pos, 10)
@@ -292,37 +324,146 @@ func (l *Log) readBatchLocked(ctx context.Context, q Querier) (int, error) {
 	query += " LIMIT " + strconv.Itoa(batch)
 	rows, err := q.QueryContext(ctx, query)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if len(cols) < 6 {
-		return 0, fmt.Errorf("SHOW BINLOG EVENTS: %d columns", len(cols))
+		return 0, "", fmt.Errorf("SHOW BINLOG EVENTS: %d columns", len(cols))
 	}
 	vals := make([]sql.RawBytes, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
+	seq := fileSeq(l.file)
 	n := 0
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return n, err
+			return n, "", err
 		}
 		n++
 		// Log_name, Pos, Event_type, Server_id, End_log_pos, Info
-		end, err := strconv.ParseInt(string(vals[4]), 10, 64)
-		if err != nil {
-			return n, fmt.Errorf("SHOW BINLOG EVENTS: End_log_pos %q", vals[4])
+		start, err1 := strconv.ParseInt(string(vals[1]), 10, 64)
+		end, err2 := strconv.ParseInt(string(vals[4]), 10, 64)
+		if err1 != nil || err2 != nil {
+			return n, "", fmt.Errorf("SHOW BINLOG EVENTS: positions %q, %q", vals[1], vals[4])
 		}
-		l.event(string(vals[2]), string(vals[5]))
+		kind, info := string(vals[2]), string(vals[5])
+		if kind == "Rotate" {
+			// "testdbd-bin.000002;pos=4": the last event of a file.
+			if next, _, _ := strings.Cut(info, ";"); next != l.file {
+				return n, next, rows.Err()
+			}
+			continue
+		}
+		l.event(Pos{File: seq, Offset: start}, kind, info)
 		l.pos = end
-		l.read++
 	}
-	return n, rows.Err()
+	return n, "", rows.Err()
+}
+
+// Pos is a place in the binary log: a file's sequence number (the digits
+// its name ends with) and an offset in it.
+type Pos struct {
+	File   int
+	Offset int64
+}
+
+// Before reports whether p comes before q.
+func (p Pos) Before(q Pos) bool {
+	return p.File < q.File || p.File == q.File && p.Offset < q.Offset
+}
+
+func fileSeq(name string) int {
+	_, digits, _ := strings.Cut(name, ".")
+	for strings.Contains(digits, ".") {
+		_, digits, _ = strings.Cut(digits, ".")
+	}
+	n, _ := strconv.Atoi(digits)
+	return n
+}
+
+// endLocked is where the next event will be.
+func (l *Log) endLocked() Pos { return Pos{File: fileSeq(l.file), Offset: l.pos} }
+
+// SchemaChangedSince reads the binary log to its end and returns a
+// schema-changing statement of database that the log holds from since on
+// (the last one), or one that ran in no database (a session without a
+// default database: it may have changed any), or "" when there is none;
+// and where the log ends now, the since of the next call.
+//
+// Every statement that changes a schema is in the log (as a statement:
+// the row format logs only row changes as rows), with the database the
+// session had chosen, except those on temporary tables; the daemon's own
+// sessions stay out of the log. A lease's account can choose its own
+// database only, so what the log shows in a lease's database is what that
+// lease did. Any statement that is neither a transaction's bracket (BEGIN,
+// COMMIT, ROLLBACK, savepoints, XA) counts as schema-changing: ANALYZE,
+// OPTIMIZE and REPAIR TABLE too.
+func (l *Log) SchemaChangedSince(ctx context.Context, q Querier, database string, since Pos) (string, Pos, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.readLocked(ctx, q); err != nil {
+		return "", Pos{}, fmt.Errorf("read the binary log: %w", err)
+	}
+	end := l.endLocked()
+	if c, ok := l.ddl[database]; ok && !c.at.Before(since) {
+		return c.stmt, end, nil
+	}
+	if c := l.anyDDL; c.stmt != "" && !c.at.Before(since) {
+		return c.stmt + " (in no database: it may have changed any)", end, nil
+	}
+	return "", end, nil
+}
+
+// End reads the binary log to its end and returns where it ends: the
+// since of the first SchemaChangedSince of a database made now.
+func (l *Log) End(ctx context.Context, q Querier) (Pos, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.readLocked(ctx, q); err != nil {
+		return Pos{}, fmt.Errorf("read the binary log: %w", err)
+	}
+	return l.endLocked(), nil
+}
+
+// change is a schema-changing statement in the log.
+type change struct {
+	at   Pos
+	stmt string
+}
+
+// statement splits a query event's text, "use `db`; STATEMENT" or
+// "STATEMENT" when the session had no database, and reports whether the
+// statement may change a schema.
+func statement(info string) (db, stmt string, schema bool) {
+	stmt = info
+	if rest, ok := strings.CutPrefix(info, "use `"); ok {
+		var name strings.Builder
+		for i := 0; i < len(rest); i++ {
+			if rest[i] == '`' {
+				if i+1 < len(rest) && rest[i+1] == '`' {
+					name.WriteByte('`')
+					i++
+					continue
+				}
+				db, stmt = name.String(), strings.TrimPrefix(rest[i+1:], ";")
+				break
+			}
+			name.WriteByte(rest[i])
+		}
+	}
+	stmt = strings.TrimSpace(stmt)
+	word, _, _ := strings.Cut(stmt, " ")
+	switch strings.ToUpper(strings.TrimRight(word, ";")) {
+	case "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "XA":
+		return db, stmt, false
+	}
+	return db, stmt, true
 }
 
 // event takes one event of the log into account. MariaDB starts an XA
@@ -332,7 +473,20 @@ func (l *Log) readBatchLocked(ctx context.Context, q Querier) (int, error) {
 // (db.table)") precedes each table's row changes, and the transaction's
 // part ends with an XA_prepare event "XA PREPARE X'…',X'…',n". Every other
 // transaction starts with a GTID event or a BEGIN.
-func (l *Log) event(kind, info string) {
+func (l *Log) event(at Pos, kind, info string) {
+	if kind == "Query" {
+		if db, stmt, ok := statement(info); ok {
+			c := change{at: at, stmt: shorten(stmt)}
+			if db == "" {
+				l.anyDDL = c
+			} else {
+				if l.ddl == nil {
+					l.ddl = map[string]change{}
+				}
+				l.ddl[db] = c
+			}
+		}
+	}
 	switch {
 	case (kind == "Gtid" || kind == "Query") && strings.HasPrefix(info, "XA START "):
 		if id, ok := parseID(strings.TrimPrefix(info, "XA START ")); ok {
@@ -350,7 +504,7 @@ func (l *Log) event(kind, info string) {
 		if l.cur != nil {
 			if id, ok := parseID(strings.TrimPrefix(info, "XA PREPARE ")); ok && id == l.cur.id {
 				if l.wrote == nil {
-					l.wrote = map[ID]*prepared{}
+					l.wrote = map[XID]*prepared{}
 				}
 				l.cur.seen = time.Now()
 				l.wrote[id] = l.cur
@@ -363,14 +517,14 @@ func (l *Log) event(kind, info string) {
 }
 
 // parseID reads X'hex',X'hex',n from the start of s.
-func parseID(s string) (ID, bool) {
-	var id ID
+func parseID(s string) (XID, bool) {
+	var id XID
 	var ok bool
 	if id.Gtrid, s, ok = hexLiteral(s); !ok || !strings.HasPrefix(s, ",") {
-		return ID{}, false
+		return XID{}, false
 	}
 	if id.Bqual, s, ok = hexLiteral(s[1:]); !ok || !strings.HasPrefix(s, ",") {
-		return ID{}, false
+		return XID{}, false
 	}
 	s = s[1:]
 	end := 0
@@ -379,7 +533,7 @@ func parseID(s string) (ID, bool) {
 	}
 	f, err := strconv.ParseInt(s[:end], 10, 64)
 	if err != nil {
-		return ID{}, false
+		return XID{}, false
 	}
 	id.Format = f
 	return id, true
@@ -480,7 +634,7 @@ func (l *Log) TidyDue() bool {
 // Tidy keeps the binary log small: once its files hold TidyBytes or more,
 // it starts a new file, reads the older ones to their end (so that every
 // transaction prepared in them stays known) and purges them. It runs while
-// resets go on; a RollBackIn waits for the reading.
+// resets go on; a RollBackXA waits for the reading.
 func (l *Log) Tidy(ctx context.Context, q Querier) error {
 	defer func() {
 		l.tmu.Lock()
@@ -515,4 +669,17 @@ func (l *Log) Tidy(ctx context.Context, q Querier) error {
 		return fmt.Errorf("purge the binary log: %w", err)
 	}
 	return nil
+}
+
+// shorten cuts a statement for an error or a report.
+func shorten(stmt string) string {
+	const max = 160
+	if len(stmt) <= max {
+		return stmt
+	}
+	cut := max
+	for cut > 0 && stmt[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
+		cut--
+	}
+	return stmt[:cut] + "…"
 }

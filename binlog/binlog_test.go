@@ -1,4 +1,4 @@
-package xa_test
+package binlog_test
 
 import (
 	"context"
@@ -15,23 +15,23 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/testdbd/testdbd/accounts"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/internal/testenv"
-	"github.com/testdbd/testdbd/xa"
 )
 
-// TestRollBackIn: prepared XA transactions left by two leases' accounts —
+// TestRollBackXA: prepared XA transactions left by two leases' accounts —
 // one whose session is still open when the lease's sessions are ended, one
 // whose client closed its connection on its own — are rolled back for the
 // database they wrote to and for no other, and cannot be committed
 // afterwards; the log still knows them after Tidy purged the files they
 // were written in.
-func TestRollBackIn(t *testing.T) {
+func TestRollBackXA(t *testing.T) {
 	for _, p := range testenv.Providers() {
 		t.Run(p.Name, func(t *testing.T) {
 			ctx := context.Background()
 			srv := testenv.ServerOf(t, p)
-			var log xa.Log
+			var log binlog.Log
 			a, b := newLease(t, srv, "xa_a"), newLease(t, srv, "xa_b")
 
 			// a1: prepared on a session that stays open (the reset ends it);
@@ -53,7 +53,7 @@ func TestRollBackIn(t *testing.T) {
 			if _, err := accounts.EndSessions(ctx, conn, srv.Flavor, a.User, true); err != nil {
 				t.Fatal(err)
 			}
-			rolled, unknown, err := log.RollBackIn(ctx, conn, "xa_a")
+			rolled, unknown, err := log.RollBackXA(ctx, conn, "xa_a")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func TestRollBackIn(t *testing.T) {
 			c1 := a.session(t)
 			prepare(t, c1, "c1", "INSERT INTO t VALUES (30, 30)")
 			disconnect(c1)
-			if _, _, err := log.RollBackIn(ctx, conn, "xa_b"); err != nil { // reads c1 (and b1, which it rolls back)
+			if _, _, err := log.RollBackXA(ctx, conn, "xa_b"); err != nil { // reads c1 (and b1, which it rolls back)
 				t.Fatal(err)
 			}
 			for i := 0; i < 200; i++ {
@@ -88,8 +88,8 @@ func TestRollBackIn(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			defer func(n int64) { xa.TidyBytes = n }(xa.TidyBytes)
-			xa.TidyBytes = 1
+			defer func(n int64) { binlog.TidyBytes = n }(binlog.TidyBytes)
+			binlog.TidyBytes = 1
 			before := binlogFiles(t, srv.DB)
 			if !log.TidyDue() {
 				t.Fatal("TidyDue: false on a log never tidied")
@@ -103,8 +103,8 @@ func TestRollBackIn(t *testing.T) {
 			}
 			// MySQL purges every older file; MariaDB keeps those holding a
 			// transaction that is still prepared (c1's) until it ends.
-			var fresh xa.Log // knows nothing of what was read before
-			_, unknown, err = fresh.RollBackIn(ctx, conn, "xa_b")
+			var fresh binlog.Log // knows nothing of what was read before
+			_, unknown, err = fresh.RollBackXA(ctx, conn, "xa_b")
 			switch {
 			case err != nil:
 				t.Fatal(err)
@@ -113,12 +113,12 @@ func TestRollBackIn(t *testing.T) {
 			case len(after) > 1 && len(unknown) > 0:
 				t.Fatalf("files %v were kept, yet a new log cannot find %v in them", after, names(unknown))
 			}
-			rolled, _, err = log.RollBackIn(ctx, conn, "xa_a")
+			rolled, _, err = log.RollBackXA(ctx, conn, "xa_a")
 			if err != nil || !slices.Equal(names(rolled), []string{"'c1'"}) {
 				t.Fatalf("after the purge: rolled back %v, err %v; want 'c1'", names(rolled), err)
 			}
-			defer func(d time.Duration) { xa.TidyEvery = d }(xa.TidyEvery)
-			xa.TidyEvery = 0
+			defer func(d time.Duration) { binlog.TidyEvery = d }(binlog.TidyEvery)
+			binlog.TidyEvery = 0
 			// MariaDB lets go of a file a moment after the last transaction
 			// prepared in it ended (its binlog checkpoint): a later Tidy
 			// purges it.
@@ -215,7 +215,7 @@ func prepare(t *testing.T, c *sql.Conn, xid string, stmts ...string) {
 	}
 }
 
-func names(ids []xa.ID) []string {
+func names(ids []binlog.XID) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = id.String()
@@ -224,9 +224,9 @@ func names(ids []xa.ID) []string {
 	return out
 }
 
-func prepared(t *testing.T, db *sql.DB) []xa.ID {
+func prepared(t *testing.T, db *sql.DB) []binlog.XID {
 	t.Helper()
-	ids, err := xa.Prepared(context.Background(), db)
+	ids, err := binlog.Prepared(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,19 +279,94 @@ func binlogFiles(t *testing.T, db *sql.DB) []string {
 func TestParse(t *testing.T) {
 	for _, c := range []struct {
 		sql  string
-		want xa.ID
+		want binlog.XID
 	}{
-		{"X'7831',X'',1", xa.ID{Format: 1, Gtrid: "x1"}},
-		{"X'00ff',X'6271',7", xa.ID{Format: 7, Gtrid: "\x00\xff", Bqual: "bq"}},
+		{"X'7831',X'',1", binlog.XID{Format: 1, Gtrid: "x1"}},
+		{"X'00ff',X'6271',7", binlog.XID{Format: 7, Gtrid: "\x00\xff", Bqual: "bq"}},
 	} {
 		if got := c.want.SQL(); got != c.sql {
 			t.Errorf("SQL of %+v: %s, want %s", c.want, got, c.sql)
 		}
 	}
-	if got := (xa.ID{Format: 1, Gtrid: "x1"}).String(); got != "'x1'" {
+	if got := (binlog.XID{Format: 1, Gtrid: "x1"}).String(); got != "'x1'" {
 		t.Errorf("String: %s", got)
 	}
-	if got := (xa.ID{Format: 1, Gtrid: "it's"}).String(); got != "X'69742773',X'',1" {
+	if got := (binlog.XID{Format: 1, Gtrid: "it's"}).String(); got != "X'69742773',X'',1" {
 		t.Errorf("String of a quote: %s", got)
+	}
+}
+
+// TestSchemaChanges: a lease's schema change shows in its own database and
+// no other, the daemon's own (a pool opened as instance.OpenAdmin opens
+// them) shows nowhere, one run from a session with no database shows for
+// every database, and the log is followed across a new file.
+func TestSchemaChanges(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := testenv.ServerOf(t, p)
+			a, b := newLease(t, srv, "ddl_a"), newLease(t, srv, "ddl_b")
+			var log binlog.Log
+			start, err := log.End(ctx, srv.DB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := func(db string, since binlog.Pos) (string, binlog.Pos) {
+				t.Helper()
+				stmt, end, err := log.SchemaChangedSince(ctx, srv.DB, db, since)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return stmt, end
+			}
+			// DML, transactions and the daemon's own DDL change nothing.
+			for _, q := range []string{"INSERT INTO t VALUES (7, 7)", "BEGIN", "UPDATE t SET v = 8 WHERE id = 7", "SAVEPOINT s", "COMMIT"} {
+				if _, err := a.db.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := srv.DB.ExecContext(ctx, "ALTER TABLE ddl_a.t ADD COLUMN own INT; ALTER TABLE ddl_a.t DROP COLUMN own"); err != nil {
+				t.Fatal(err)
+			}
+			if stmt, _ := changed("ddl_a", start); stmt != "" {
+				t.Fatalf("ddl_a changed by %q", stmt)
+			}
+			if _, err := a.db.ExecContext(ctx, "ALTER TABLE t ADD COLUMN extra INT"); err != nil {
+				t.Fatal(err)
+			}
+			stmt, end := changed("ddl_a", start)
+			if !strings.Contains(stmt, "ADD COLUMN extra") {
+				t.Fatalf("ddl_a after its ALTER: %q", stmt)
+			}
+			if stmt, _ := changed("ddl_b", start); stmt != "" {
+				t.Fatalf("ddl_b after ddl_a's ALTER: %q", stmt)
+			}
+			if stmt, _ := changed("ddl_a", end); stmt != "" {
+				t.Fatalf("ddl_a since its ALTER was read: %q", stmt)
+			}
+			// A new file: the log follows it.
+			if _, err := srv.DB.ExecContext(ctx, "FLUSH BINARY LOGS"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.db.ExecContext(ctx, "CREATE TABLE u (id INT)"); err != nil {
+				t.Fatal(err)
+			}
+			if stmt, _ := changed("ddl_b", end); !strings.Contains(stmt, "CREATE TABLE u") {
+				t.Fatalf("ddl_b after its CREATE TABLE in a new file: %q", stmt)
+			}
+			_, end = changed("ddl_a", end)
+			// A session of b's account with no database.
+			nodb := b.Account
+			nodb.Database = ""
+			l := &lease{Account: nodb, srv: srv}
+			pool := l.pool(t)
+			defer pool.Close()
+			if _, err := pool.ExecContext(ctx, "DROP TABLE ddl_b.u"); err != nil {
+				t.Fatal(err)
+			}
+			if stmt, _ := changed("ddl_a", end); !strings.Contains(stmt, "in no database") {
+				t.Fatalf("ddl_a after a DROP TABLE in no database: %q", stmt)
+			}
+		})
 	}
 }
