@@ -571,15 +571,6 @@ type binlogFile struct {
 	size int64
 }
 
-func indexOf(files []binlogFile, name string) int {
-	for i, f := range files {
-		if f.name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // binlogFiles lists the server's binary log files, oldest first; none when
 // the server runs without a binary log.
 func binlogFiles(ctx context.Context, q Querier) ([]binlogFile, error) {
