@@ -11,6 +11,7 @@
 //	migrations                                  reading, hashing and running migration files
 //	accounts                                    per-lease and per-build MySQL accounts
 //	strategies                                  dirty-table detection and the three resets
+//	binlog                                      what the binary log says tests did (prepared XA, schema changes)
 //	templates                                   what a template is and how one is built
 //	stats                                       latency percentiles and Prometheus metrics
 //	lease                                       pools, leases, capacity, background work
@@ -19,6 +20,6 @@
 //	cmd/testdbd, cmd/bench                      the daemon and CLI, the benchmark
 //
 // The import graph reads top-down: cmd → server → (lease, templates) →
-// (strategies, accounts, schema, migrations, stats) → instance → this
+// (strategies, accounts, schema, migrations, stats) → (instance, binlog) → this
 // package. Only server, cmd and grpcclient import the generated API types.
 package testdbd

@@ -7,10 +7,14 @@
 // Detection reads InnoDB's per-table MODIFIED_COUNTER, AUTOINC and TABLE_ID
 // (information_schema.INNODB_SYS_TABLESTATS on MariaDB, INNODB_TABLESTATS on
 // MySQL): the counter moves for every row written, rolled back or cascaded.
-// Schema changes are caught by the server's statement counters (see
-// DDLCounter) and by tables appearing, vanishing or being rebuilt; any of
-// them, a missing baseline, or detector preconditions that do not hold make
-// the reset check every object and every table against the template.
+// Schema changes are caught per database, by watching its directory
+// (Target.Dir) or from the statements the binary log holds in it (package
+// binlog), or else by the server's statement counters (see DDLCounter);
+// and by tables appearing, vanishing or being rebuilt. Any of them, a
+// missing baseline, or detector preconditions that do not hold make the
+// reset check every object and every table against the template. Before
+// anything else, the XA transactions a test left prepared in the database
+// are rolled back (from the binary log too).
 //
 // It is larger than most packages (about 1,400 lines) because a reset is
 // one algorithm whose steps share what detection read (reset.go: sessions,
@@ -18,7 +22,7 @@
 // detection query; ddl.go: the server's DDL accounting); splitting it would
 // pass that state between packages.
 //
-// It imports accounts (ending a lease's sessions), schema (the template's
-// captured definition), instance-free SQL over database/sql, and the root
-// package.
+// It imports accounts (ending a lease's sessions), binlog (the server's
+// binary log), schema (the template's captured definition), instance-free
+// SQL over database/sql, and the root package.
 package strategies

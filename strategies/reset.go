@@ -57,8 +57,8 @@ type Target struct {
 	// Schema changes are then detected per database: from the directory
 	// (every DDL statement on a table, view or trigger creates, renames or
 	// removes a file there) and the database's routines and events. Empty
-	// means from the server's statement counters, which also count other
-	// databases' schema changes.
+	// means from the binary log (Binlog), or without one from the server's
+	// statement counters, which also count other databases' schema changes.
 	Dir string
 	// Binlog reads the server's binary log (nil: the server keeps none).
 	// The prepared XA transactions that wrote to the database are rolled
