@@ -917,6 +917,12 @@ func (rs *resetter) fullCheck(ctx context.Context, why string) (*Baseline, error
 	rs.r.Phases.Verify = time.Since(phase)
 	var recreated []*schema.Table
 	if len(changes) > 0 {
+		// Name what the test did (schema_changes has the whole list).
+		found := changes
+		if len(found) > 3 {
+			found = append(found[:3:3], fmt.Sprintf("%d more", len(changes)-3))
+		}
+		rs.r.FallbackReason += " (" + strings.Join(found, "; ") + ")"
 		if err != nil {
 			return rs.reclone(ctx, changes)
 		}

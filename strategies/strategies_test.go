@@ -526,6 +526,9 @@ func schemaChangesAreUndone(t *testing.T, f *fixture) {
 		if !strings.HasPrefix(stmt, "ANALYZE") && !strings.HasPrefix(stmt, "TRUNCATE") && len(rep.SchemaChanges) == 0 {
 			t.Errorf("%s: schema change not reported: %+v", stmt, rep)
 		}
+		if len(rep.SchemaChanges) > 0 && !strings.Contains(rep.FallbackReason, rep.SchemaChanges[0]) {
+			t.Errorf("%s: the fallback reason does not name what the test changed (%s): %s", stmt, rep.SchemaChanges[0], rep.FallbackReason)
+		}
 		// Where only tables changed, only those are re-created; otherwise
 		// the whole database.
 		tablesOnly := slices.ContainsFunc([]string{"ALTER TABLE", "DROP TABLE", "CREATE TABLE", "RENAME TABLE"},
