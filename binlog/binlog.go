@@ -145,6 +145,9 @@ type Log struct {
 	// anyDDL the last one run in no database (see SchemaChangedSince).
 	ddl    map[string]change
 	anyDDL change
+	// gap is where reading went on after files it had not read were
+	// purged by someone else: what came before is unknown.
+	gap    Pos
 	pruned time.Time // when pruneLocked last looked
 
 	// tmu guards Tidy's schedule, apart from mu: a reset asking TidyDue
@@ -248,10 +251,12 @@ func (l *Log) readLocked(ctx context.Context, q Querier) error {
 		n, next, err := l.readBatchLocked(ctx, q)
 		switch {
 		case isLogMissing(err):
-			// Purged by someone else: go on from the oldest file left.
+			// Purged by someone else: go on from the oldest file left,
+			// and remember that what came before it is unknown.
 			if err := l.restartLocked(ctx, q); err != nil || l.file == "" {
 				return err
 			}
+			l.gap = l.endLocked()
 			continue
 		case err != nil:
 			return err
@@ -411,6 +416,9 @@ func (l *Log) SchemaChangedSince(ctx context.Context, q Querier, database string
 		return "", Pos{}, fmt.Errorf("read the binary log: %w", err)
 	}
 	end := l.endLocked()
+	if since.Before(l.gap) {
+		return "the binary log was purged (not by testdbd) past where the last reset read it, so schema changes since may be unknown", end, nil
+	}
 	if c, ok := l.ddl[database]; ok && !c.at.Before(since) {
 		return c.stmt, end, nil
 	}

@@ -103,3 +103,18 @@ func TestStatements(t *testing.T) {
 		t.Error("fileSeq")
 	}
 }
+
+// TestPurgedByOthers: once files the log had not read were purged by
+// someone else, a database whose last reset read the log before them may
+// have changed unseen.
+func TestPurgedByOthers(t *testing.T) {
+	l := Log{gap: Pos{File: 5, Offset: 4}}
+	for _, c := range []struct {
+		since Pos
+		want  bool
+	}{{Pos{File: 3, Offset: 900}, true}, {Pos{File: 5, Offset: 4}, false}, {Pos{File: 6}, false}} {
+		if got := c.since.Before(l.gap); got != c.want {
+			t.Errorf("since %+v before the gap at %+v: %v, want %v", c.since, l.gap, got, c.want)
+		}
+	}
+}

@@ -56,6 +56,8 @@ func settings(e testdbd.Engine, c Config) []setting {
 		kv("sync_binlog", "0"),
 		kv("binlog_row_image", "MINIMAL"),
 		kv("binlog_checksum", "NONE"),
+		// Only the daemon purges it, after reading it (binlog.Log.Tidy).
+		kv("binlog_expire_logs_seconds", "0"),
 		// Migrations and tests create functions and triggers as accounts
 		// without SUPER, which the binary log refuses otherwise.
 		kv("log_bin_trust_function_creators", "ON"),
