@@ -58,19 +58,24 @@ func (s *Pod) podCgroup(pod *corev1.Pod) string {
 	}
 	uid := string(pod.UID)
 	under := strings.ReplaceAll(uid, "-", "_")
+	// The kubelet's pods are under kubepods at the top of the hierarchy or,
+	// with a cgroup root of its own (--cgroup-root), one level down.
+	var patterns []string
 	for _, root := range []string{"/sys/fs/cgroup/memory", "/sys/fs/cgroup"} {
-		for _, pattern := range []string{
-			root + "/kubepods/pod" + uid,
-			root + "/kubepods/*/pod" + uid,
-			root + "/kubepods.slice/kubepods-pod" + under + ".slice",
-			root + "/kubepods.slice/*/kubepods-*-pod" + under + ".slice",
-		} {
-			if m, _ := filepath.Glob(pattern); len(m) == 1 {
-				s.mu.Lock()
-				s.cgroup = m[0]
-				s.mu.Unlock()
-				return m[0]
-			}
+		for _, top := range []string{root, root + "/*"} {
+			patterns = append(patterns,
+				top+"/kubepods/pod"+uid,
+				top+"/kubepods/*/pod"+uid,
+				top+"/kubepods.slice/kubepods-pod"+under+".slice",
+				top+"/kubepods.slice/*/kubepods-*-pod"+under+".slice")
+		}
+	}
+	for _, pattern := range patterns {
+		if m, _ := filepath.Glob(pattern); len(m) == 1 {
+			s.mu.Lock()
+			s.cgroup = m[0]
+			s.mu.Unlock()
+			return m[0]
 		}
 	}
 	return ""

@@ -33,6 +33,11 @@ POD_SUBNET=10.233.0.0/24
 SERVICE_SUBNET=10.96.0.0/24
 PAUSE_IMAGE=registry.k8s.io/pause:3.10
 
+# The kubelet's cgroup root: its pods' cgroups (kubepods, QoS classes, pods,
+# containers) live under this directory of every cgroup hierarchy, apart
+# from any other kubelet's kubepods, and k8s-down removes only this tree.
+CGROUP_ROOT=/testdbd-k8s
+
 ETCD=$ROOT/usr/bin/etcd
 CNI_BIN=$ROOT/usr/lib/cni
 
@@ -46,6 +51,21 @@ KUBELET_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_
 # did not exist before k8s-up.
 HOST_DIRS=(/var/lib/kubelet /var/lib/cni /run/netns /var/log/containers /var/log/pods
   /run/containerd /etc/cni /opt/cni /run/runc /var/lib/containerd)
+
+# cgroup_mounts: the mount point of every cgroup hierarchy (v1 controllers,
+# named hierarchies, the v2 unified one).
+cgroup_mounts() {
+  awk '$0 ~ / - cgroup2? / { m = $5; gsub(/\\040/, " ", m); print m }' /proc/self/mountinfo
+}
+
+# cgroup_dirs: this cluster's cgroup directories in every hierarchy,
+# deepest first.
+cgroup_dirs() {
+  local mp
+  cgroup_mounts | while IFS= read -r mp; do
+    if [ -d "$mp$CGROUP_ROOT" ]; then find "$mp$CGROUP_ROOT" -depth -type d; fi
+  done
+}
 
 log() { printf 'k8s: %s\n' "$*" >&2; }
 die() { printf 'k8s: %s\n' "$*" >&2; exit 1; }

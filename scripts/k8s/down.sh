@@ -76,7 +76,7 @@ stop containerd apiserver etcd
 for pid in $(pgrep -f -- "containerd-shim.* -address $CTRD_SOCK( |$)" 2>/dev/null); do
   kill -KILL "$pid" 2>/dev/null
 done
-find /sys/fs/cgroup -path '*/kubepods*' -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u |
+cgroup_dirs | sed 's|$|/cgroup.procs|' | xargs -r cat 2>/dev/null | sort -u |
   while read -r pid; do kill -KILL "$pid" 2>/dev/null; done
 log "processes stopped after $(since "$t0")"
 
@@ -107,15 +107,15 @@ if ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
   ip link delete "$CNI_BRIDGE"
 fi
 
-# 5. The kubelet's cgroups (kubepods, its QoS classes, pods, containers),
-# deepest first, in every hierarchy.
+# 5. The kubelet's cgroups (its root, kubepods, QoS classes, pods,
+# containers), deepest first, in every hierarchy; nothing outside its root.
 for ((try = 0; try < 10; try++)); do
-  dirs=$(find /sys/fs/cgroup -depth -type d -path '*/kubepods*' 2>/dev/null)
+  dirs=$(cgroup_dirs)
   [ -z "$dirs" ] && break
   while IFS= read -r d; do rmdir "$d" 2>/dev/null; done <<<"$dirs"
   sleep 0.3
 done
-[ -n "$(find /sys/fs/cgroup -type d -path '*/kubepods*' 2>/dev/null)" ] && log "cgroups left: $(find /sys/fs/cgroup -type d -path '*/kubepods*' | head -n3)"
+[ -n "$(cgroup_dirs)" ] && log "cgroups left: $(cgroup_dirs | head -n3 | tr '\n' ' ')"
 
 # 6. iptables: the kubelet is configured to add no chain, but a kubelet run
 # differently leaves KUBE-* chains and the rules that jump to them.

@@ -33,10 +33,23 @@ if [ -e "$RUN" ] || [ -e "$HOST_STATE" ]; then
   "$(dirname "$0")/down.sh"
 fi
 
-# The cluster needs the machine's kubelet-owned places to itself: another
-# kubelet's pods (cgroups named kubepods) would be taken for its own.
-if [ -n "$(find /sys/fs/cgroup -maxdepth 2 -type d -name 'kubepods*' 2>/dev/null)" ]; then
-  die "kubepods cgroups exist: another kubelet runs (or ran) here; this cluster needs the machine to itself"
+# The ports and the cgroup root are this cluster's alone: another copy of
+# it (from another checkout) that still runs is named, never touched.
+# Another kubelet's pods (kubepods at the top of the hierarchies) are no
+# concern: this cluster's live under $CGROUP_ROOT.
+for port in $ETCD_PORT $ETCD_PEER_PORT $ETCD_METRICS_PORT $APISERVER_PORT $KCM_PORT \
+  $SCHEDULER_PORT $KUBELET_PORT $KUBELET_HEALTHZ_PORT; do
+  holder=$(ss -Hltnp "sport = :$port" 2>/dev/null | head -n1)
+  [ -z "$holder" ] || die "port $port, which this cluster needs, is taken ($holder): another cluster of this kind may run here; stop it with make k8s-down in its checkout"
+done
+dirs=$(cgroup_dirs)
+if [ -n "$dirs" ]; then
+  # shellcheck disable=SC2086 # one directory per line, no spaces
+  procs=$(cat $(sed 's|$|/cgroup.procs|' <<<"$dirs") 2>/dev/null | head -n3 | tr '\n' ' ')
+  [ -z "$procs" ] || die "processes ($procs) run in the cgroups of a cluster of this kind ($CGROUP_ROOT): stop it with make k8s-down in its checkout"
+  while IFS= read -r d; do rmdir "$d" 2>/dev/null; done <<<"$dirs"
+  [ -z "$(cgroup_dirs)" ] || die "cannot remove the empty cgroups a stopped cluster left under $CGROUP_ROOT"
+  log "removed the empty cgroups a stopped cluster left under $CGROUP_ROOT"
 fi
 
 t0=$(now_ms)
@@ -254,6 +267,7 @@ readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: $KUBELET_HEALTHZ_PORT
 cgroupDriver: cgroupfs
+cgroupRoot: $CGROUP_ROOT
 failCgroupV1: false
 failSwapOn: false
 makeIPTablesUtilChains: false
@@ -277,6 +291,15 @@ evictionHard:
   nodefs.inodesFree: "1%"
 registerNode: true
 EOF
+# The cgroup root must exist in every hierarchy before the kubelet starts
+# (a new cpuset cgroup has no CPUs or memory nodes until given its parent's).
+cgroup_mounts | while IFS= read -r mp; do
+  mkdir -p "$mp$CGROUP_ROOT"
+  if [ -f "$mp/cpuset.cpus" ]; then
+    cat "$mp/cpuset.cpus" >"$mp$CGROUP_ROOT/cpuset.cpus"
+    cat "$mp/cpuset.mems" >"$mp$CGROUP_ROOT/cpuset.mems"
+  fi
+done
 start kubelet "$BIN/kubelet" --config="$RUN/kubelet/config.yaml" --kubeconfig="$RUN/kubelet.kubeconfig" \
   --root-dir="$RUN/kubelet/root" --cert-dir="$RUN/kubelet/pki" --hostname-override="$NODE_NAME"
 
