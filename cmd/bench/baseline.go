@@ -226,3 +226,6 @@ func (l *laravel) truncate(ctx context.Context) (int, error) {
 
 // standardSource is the standard workload with n tables.
 func standardSource(n int) migrations.Source { return workload.Standard(n) }
+
+// pid is the server's process id.
+func (b *baseServer) pid() int { return b.inst.Info(context.Background()).PID }

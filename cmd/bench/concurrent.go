@@ -37,10 +37,6 @@ func (b *bench) concurrentPhase(ctx context.Context) error {
 		return err
 	}
 	defer b.stopDaemon(d)
-	type worker struct {
-		v   *leaseVariant
-		rng *rand.Rand
-	}
 	var workers []*worker
 	defer func() {
 		for _, w := range workers {
@@ -79,7 +75,26 @@ func (b *bench) concurrentPhase(ctx context.Context) error {
 		mu.Unlock()
 		return nil
 	}
-	// One lease at a time: the first lease of each strategy, in turn.
+	p := workers[0].v.procs()
+	measure := func(mode string, rounds int, run func() error) error {
+		server0, daemon0 := p.cpu()
+		bench0, start := selfCPUMs(), time.Now()
+		err := run()
+		server1, daemon1 := p.cpu()
+		b.res.ConcurrentCPU = append(b.res.ConcurrentCPU, ConcurrentCPU{Mode: mode, Rounds: rounds, WallMs: round3(ms(time.Since(start))),
+			ServerCPUMs: round3(server1 - server0), DaemonCPUMs: round3(daemon1 - daemon0), BenchCPUMs: round3(selfCPUMs() - bench0)})
+		return err
+	}
+	if err := measure("alone", b.plan.ConcurrentRounds*len(strategyVariants), func() error { return b.alone(workers, per, round) }); err != nil {
+		return err
+	}
+	b.progress("concurrent: %d rounds one lease at a time done; now %d leases at once", b.plan.ConcurrentRounds, len(workers))
+	return measure("together", b.plan.ConcurrentRounds*len(workers), func() error { return b.together(workers, round) })
+}
+
+// alone runs the rounds one lease at a time: the first lease of each
+// strategy, in turn.
+func (b *bench) alone(workers []*worker, per int, round func(*worker, string) error) error {
 	for r := 0; r < b.plan.ConcurrentRounds; r++ {
 		for i := 0; i < len(workers); i += per {
 			if err := round(workers[i], "alone"); err != nil {
@@ -87,7 +102,11 @@ func (b *bench) concurrentPhase(ctx context.Context) error {
 			}
 		}
 	}
-	b.progress("concurrent: %d rounds one lease at a time done; now %d leases at once", b.plan.ConcurrentRounds, len(workers))
+	return nil
+}
+
+// together runs every lease's rounds at once.
+func (b *bench) together(workers []*worker, round func(*worker, string) error) error {
 	errs := make(chan error, len(workers))
 	for _, w := range workers {
 		go func() {
@@ -107,6 +126,12 @@ func (b *bench) concurrentPhase(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+// worker is one lease of the concurrent phase.
+type worker struct {
+	v   *leaseVariant
+	rng *rand.Rand
 }
 
 // concurrentSummary is the concurrent phase's figures for one variant and
@@ -156,6 +181,37 @@ func renderConcurrent(w *strings.Builder, r *Results) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %d of %d (%.1f%%) | %d (%.1f%%) |\n", strings.TrimPrefix(v, "testdbd "),
 			fmtMs(a.P50), fmtMs(t.P50), fmtMs(t.P99), fmtX(t.P50/a.P50), t.full, t.N, 100*float64(t.full)/float64(t.N),
 			t.ddl, 100*float64(t.ddl)/float64(t.N))
+	}
+	fmt.Fprintf(w, "\n")
+	renderConcurrentCPU(w, r)
+}
+
+// renderConcurrentCPU says how busy the cores were in each mode, and the
+// least time a round of every lease at once takes at the CPU time a round
+// costs.
+func renderConcurrentCPU(w *strings.Builder, r *Results) {
+	if len(r.ConcurrentCPU) == 0 {
+		return
+	}
+	leases := r.Plan.ConcurrentPerStrategy * len(strategyVariants)
+	fmt.Fprintf(w, "CPU time of the server, the daemon and the leases' clients (the benchmark) over each mode, per round (one test and "+
+		"its reset), and how busy that kept the machine's %d cores. \"least\" is %d rounds' CPU time over the cores: how long "+
+		"each lease waits for one round of its own when all %d share the cores and nothing is idle, against the one-lease "+
+		"reset p50 of all strategies.\n\n", r.Machine.Cores, leases, leases)
+	fmt.Fprintf(w, "| mode | rounds | wall s | CPU per round, ms: server / daemon / clients / total | cores busy | least time for a round of every lease | over the alone reset p50 |\n|---|---|---|---|---|---|---|\n")
+	var aloneP50 []float64
+	for _, s := range r.Concurrent {
+		if s.Mode == "alone" {
+			aloneP50 = append(aloneP50, s.ClientMs)
+		}
+	}
+	for _, c := range r.ConcurrentCPU {
+		n := float64(max(c.Rounds, 1))
+		total := (c.ServerCPUMs + c.DaemonCPUMs + c.BenchCPUMs) / n
+		least := total * float64(leases) / float64(r.Machine.Cores)
+		fmt.Fprintf(w, "| %s | %d | %s | %s / %s / %s / %s | %.0f%% | %s ms | %s |\n", c.Mode, c.Rounds, fmtSec(c.WallMs),
+			fmtMs(c.ServerCPUMs/n), fmtMs(c.DaemonCPUMs/n), fmtMs(c.BenchCPUMs/n), fmtMs(total),
+			100*(c.ServerCPUMs+c.DaemonCPUMs+c.BenchCPUMs)/(c.WallMs*float64(r.Machine.Cores)), fmtMs(least), fmtX(least/median(aloneP50)))
 	}
 	fmt.Fprintf(w, "\n")
 }

@@ -216,3 +216,21 @@ func (d *daemon) stats(ctx context.Context) (json.RawMessage, error) {
 	}
 	return json.Marshal(st)
 }
+
+// pid is the daemon's process id.
+func (d *daemon) pid() int { return d.cmd.Process.Pid }
+
+// serverPID is the process id of the daemon's server instance id, 0 if it
+// is not listed.
+func (d *daemon) serverPID(ctx context.Context, id string) int {
+	insts, err := d.api.ListInstances(ctx)
+	if err != nil {
+		return 0
+	}
+	for _, in := range insts {
+		if in.ID == id {
+			return int(in.Pid)
+		}
+	}
+	return 0
+}

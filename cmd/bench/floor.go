@@ -49,6 +49,7 @@ type floorVariant struct {
 	label string
 	db    *sql.DB
 	sql   string // the one round trip
+	p     procs
 }
 
 // newFloorVariants makes the floor database on the daemon's (one) server,
@@ -64,9 +65,10 @@ func newFloorVariants(ctx context.Context, d *daemon, template string) (_ []vari
 		return nil, err
 	}
 	var datadir string
+	var p procs
 	for _, in := range insts {
 		if in.ID == t.InstanceID {
-			datadir = in.Datadir
+			datadir, p.server = in.Datadir, int(in.Pid)
 		}
 	}
 	if datadir == "" {
@@ -136,7 +138,7 @@ func newFloorVariants(ctx context.Context, d *daemon, template string) (_ []vari
 		db := sql.OpenDB(connector)
 		db.SetMaxOpenConns(1)
 		db.SetMaxIdleConns(1)
-		vs = append(vs, &floorVariant{label: v.label, db: db, sql: v.reset})
+		vs = append(vs, &floorVariant{label: v.label, db: db, sql: v.reset, p: p})
 	}
 	return vs, nil
 }
@@ -193,7 +195,8 @@ func (v *floorVariant) reset(ctx context.Context) (ResetSample, error) {
 	return ResetSample{ClientMs: ms(time.Since(start)), Tables: len(workload.Dirty)}, err
 }
 
-func (v *floorVariant) close() { v.db.Close() }
+func (v *floorVariant) procs() procs { return v.p }
+func (v *floorVariant) close()       { v.db.Close() }
 
 // floorRatio is a strategy variant's reset p50 over its floor's, from
 // the same run.

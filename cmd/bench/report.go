@@ -212,7 +212,7 @@ func barRows(r *Results) []bar {
 		full, steady := throughputRates(r.Throughput, v)
 		add(phaseThroughput, fmt.Sprintf("clean databases per second, %d workers acquire → write → release — %s", r.Plan.ThroughputWorkers, short(v)),
 			fmt.Sprintf("≥ %g/s", barPerSecond),
-			fmt.Sprintf("%s/s steady (%s/s over the whole run; median of %d runs)", fmtRate(median(steady)), fmtRate(median(full)), len(full)),
+			fmt.Sprintf("%s/s steady (%s/s over the whole run; median of %d runs)%s", fmtRate(median(steady)), fmtRate(median(full)), len(full), cpuNote(r, v)),
 			median(steady) >= barPerSecond)
 	}
 	for _, kind := range []string{"restart", "first"} {
@@ -340,6 +340,7 @@ func renderResets(w *strings.Builder, r *Results) {
 		renderServerRow(w, r.Resets, v)
 	}
 	fmt.Fprintf(w, "\n")
+	renderResetCPU(w, r)
 }
 
 func renderServerRow(w *strings.Builder, samples []ResetSample, v string) {
@@ -447,7 +448,9 @@ func renderThroughput(w *strings.Builder, r *Results) {
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %d of %d | %s / %s / %s | %d |\n", v, len(full), joinRates(full), fmtRate(median(full)),
 			joinRates(steady), fmtRate(median(steady)), waited, handed, fmtMs(median(acq)), fmtMs(median(work)), fmtMs(median(rel)), errs)
 	}
-	fmt.Fprintf(w, "\nThe resets this daemon ran, as it reports them (`GET /v1/stats` after the throughput runs; the background "+
+	fmt.Fprintf(w, "\n")
+	renderCleanCPU(w, r)
+	fmt.Fprintf(w, "The resets this daemon ran, as it reports them (`GET /v1/stats` after the throughput runs; the background "+
 		"resets of released databases, daemon-side milliseconds, over the daemon's recent samples):\n\n")
 	daemonResetStats(w, r, "pool")
 }

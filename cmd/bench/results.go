@@ -47,6 +47,8 @@ type Results struct {
 	Suite []SuiteRun `json:"suite"`
 	// Concurrent are the concurrent phase's resets.
 	Concurrent []ConcurrentSample `json:"concurrent"`
+	// ConcurrentCPU is the CPU time each mode of the concurrent phase used.
+	ConcurrentCPU []ConcurrentCPU `json:"concurrent_cpu,omitempty"`
 	// Cache are the template-cache runs: the build that filled the cache,
 	// then the restores from it by other daemons.
 	Cache []CacheRun `json:"cache"`
@@ -149,6 +151,12 @@ type ResetSample struct {
 	// Delta is the number of tables restored by deleting the rows the test
 	// added (tables_delta).
 	Delta int `json:"delta,omitempty"`
+	// CPU time, in ms, of the database server during the reset
+	// (ServerCPUMs) and during the test before it (TestCPUMs), and of the
+	// daemon during the reset (testdbd variants); see cpuMs.
+	ServerCPUMs float64 `json:"server_cpu_ms,omitempty"`
+	TestCPUMs   float64 `json:"test_cpu_ms,omitempty"`
+	DaemonCPUMs float64 `json:"daemon_cpu_ms,omitempty"`
 }
 
 // AcquireSample is one acquire from a ready pool, or (Clients 0) one
@@ -181,6 +189,14 @@ type ThroughputRun struct {
 	AcquireMs float64 `json:"acquire_ms"`
 	WorkMs    float64 `json:"work_ms"`
 	ReleaseMs float64 `json:"release_ms"`
+	// Loops counts every loop that completed, also after Seconds; the CPU
+	// times, in ms, are the server's, the daemon's and the benchmark's
+	// own (the workers) from the start until the daemon had recycled
+	// every released database: the cost of Loops clean databases.
+	Loops       int     `json:"loops,omitempty"`
+	ServerCPUMs float64 `json:"server_cpu_ms,omitempty"`
+	DaemonCPUMs float64 `json:"daemon_cpu_ms,omitempty"`
+	BenchCPUMs  float64 `json:"bench_cpu_ms,omitempty"`
 }
 
 // SuiteRun is one synthetic suite: Tests tests split over Workers workers.
@@ -258,4 +274,16 @@ func readResults(path string) (*Results, error) {
 		return nil, fmt.Errorf("%s: results format %d, this report reads %d", path, r.Format, formatVersion)
 	}
 	return &r, nil
+}
+
+// ConcurrentCPU is the CPU time, in ms, of the server, the daemon and the
+// benchmark (the leases' clients) over one mode of the concurrent phase
+// ("alone", "together"): Rounds tests and resets in WallMs.
+type ConcurrentCPU struct {
+	Mode        string  `json:"mode"`
+	Rounds      int     `json:"rounds"`
+	WallMs      float64 `json:"wall_ms"`
+	ServerCPUMs float64 `json:"server_cpu_ms"`
+	DaemonCPUMs float64 `json:"daemon_cpu_ms"`
+	BenchCPUMs  float64 `json:"bench_cpu_ms"`
 }

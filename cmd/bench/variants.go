@@ -20,6 +20,8 @@ type variant interface {
 	name() string
 	test(ctx context.Context) error
 	reset(ctx context.Context) (ResetSample, error)
+	// procs are the processes whose CPU time the test and reset use.
+	procs() procs
 	close()
 }
 
@@ -53,6 +55,7 @@ type laravelVariant struct {
 	db    *sql.DB
 	conn  *sql.Conn
 	l     *laravel
+	p     procs
 }
 
 func newLaravelVariant(ctx context.Context, label string, b *baseServer, database string, src migrations.Source) (*laravelVariant, error) {
@@ -69,7 +72,7 @@ func newLaravelVariant(ctx context.Context, label string, b *baseServer, databas
 		db.Close()
 		return nil, err
 	}
-	return &laravelVariant{label: label, db: db, conn: conn, l: l}, nil
+	return &laravelVariant{label: label, db: db, conn: conn, l: l, p: procs{server: b.pid()}}, nil
 }
 
 func (v *laravelVariant) name() string                   { return v.label }
@@ -79,7 +82,8 @@ func (v *laravelVariant) reset(ctx context.Context) (ResetSample, error) {
 	n, err := v.l.truncate(ctx)
 	return ResetSample{ClientMs: ms(time.Since(start)), Tables: n}, err
 }
-func (v *laravelVariant) close() { v.conn.Close(); v.db.Close() }
+func (v *laravelVariant) procs() procs { return v.p }
+func (v *laravelVariant) close()       { v.conn.Close(); v.db.Close() }
 
 // freshVariant: a worker's database dropped, re-created and migrated from
 // scratch after every test.
@@ -110,7 +114,8 @@ func (v *freshVariant) reset(ctx context.Context) (ResetSample, error) {
 	err := v.b.migrateFresh(ctx, v.database, v.src)
 	return ResetSample{ClientMs: ms(time.Since(start)), Tables: v.tables}, err
 }
-func (v *freshVariant) close() {}
+func (v *freshVariant) procs() procs { return procs{server: v.b.pid()} }
+func (v *freshVariant) close()       {}
 
 func dsnFor(b *baseServer, database string) string {
 	cfg := mysql.NewConfig()
@@ -130,6 +135,7 @@ type leaseVariant struct {
 	rollback bool
 	// work is the test; nil runs the standard one (runTest).
 	work func(ctx context.Context, db *sql.DB, rollback bool) error
+	p    procs
 }
 
 func newLeaseVariant(ctx context.Context, label string, d *daemon, template, worker string) (*leaseVariant, error) {
@@ -146,7 +152,8 @@ func newLeaseVariant(ctx context.Context, label string, d *daemon, template, wor
 		_ = d.release(ctx, l.ID)
 		return nil, err
 	}
-	return &leaseVariant{label: label, d: d, lease: l, db: db, rollback: strings.HasPrefix(label, vRollback)}, nil
+	p := procs{server: d.serverPID(ctx, l.InstanceID), daemon: d.pid()}
+	return &leaseVariant{label: label, d: d, lease: l, db: db, rollback: strings.HasPrefix(label, vRollback), p: p}, nil
 }
 
 // openLease opens a pool of one connection to a leased database with the
@@ -209,6 +216,8 @@ func (v *leaseVariant) reset(ctx context.Context) (ResetSample, error) {
 	return s, nil
 }
 
+func (v *leaseVariant) procs() procs { return v.p }
+
 func (v *leaseVariant) close() {
 	v.db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -224,13 +233,18 @@ func interleave(ctx context.Context, vs []variant, batches int, counts func(v va
 	progress func(batch int)) ([]ResetSample, error) {
 	var out []ResetSample
 	one := func(v variant, batch int, warm bool) error {
+		p := v.procs()
+		server0, _ := p.cpu()
 		if err := v.test(ctx); err != nil {
 			return fmt.Errorf("%s: test: %w", v.name(), err)
 		}
+		server1, daemon1 := p.cpu()
 		s, err := v.reset(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: reset: %w", v.name(), err)
 		}
+		server2, daemon2 := p.cpu()
+		s.TestCPUMs, s.ServerCPUMs, s.DaemonCPUMs = server1-server0, server2-server1, daemon2-daemon1
 		s.Variant, s.Batch, s.Warmup = v.name(), batch, warm
 		s.ClientMs = round3(s.ClientMs)
 		out = append(out, s)
