@@ -148,7 +148,8 @@ func renderCleanCPU(w *strings.Builder, r *Results) {
 	fmt.Fprintf(w, "CPU time per clean database, in ms: every process of the loop from the start of the runs until the daemon had "+
 		"recycled every database released in them (server, daemon, and the benchmark's workers: REST calls, connecting, the "+
 		"test), over the loops completed. \"at most\" is the machine's %d cores over that cost: the rate if nothing else ran and "+
-		"nothing waited. The floor is the server's CPU time for the standard test and the floor's restore alone (the reset "+
+		"nothing waited (a run can hand out more for a while: the pool's ready databases are a head start, whose recycling the "+
+		"cost includes). The floor is the server's CPU time for the standard test and the floor's restore alone (the reset "+
 		"latency phase's means): no daemon, no REST, no connecting, no worker.\n\n", r.Machine.Cores)
 	fmt.Fprintf(w, "| strategy | server | daemon | workers | total | at most, per second | floor: server, test + restore | floor: at most, per second |\n|---|---|---|---|---|---|---|---|\n")
 	for _, v := range strategyVariants {

@@ -13,7 +13,10 @@
 //   - daemon start → template built → worker databases ready, and the idle
 //     server's memory;
 //   - reset cost at 100 versus 1,000 tables with the same test;
-//   - a synthetic suite, serial and parallel, per variant.
+//   - a synthetic suite, serial and parallel, per variant;
+//   - the CPU time the server, the daemon and the clients spend per reset,
+//     per clean database and per concurrent round (cpu.go), beside the
+//     floor's, with the rate the machine's cores allow at each cost.
 //
 // It writes the raw samples to benchmarks.json and the report computed from
 // them to benchmarks.md with a chart, benchmarks-reset.svg.
