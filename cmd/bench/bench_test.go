@@ -89,6 +89,21 @@ func TestQuickRun(t *testing.T) {
 				concurrentOf(r.Concurrent, "alone", v).N)
 		}
 	}
+	// CPU time was read for the processes it is reported for (windows long
+	// enough to span several of the kernel's 10 ms ticks).
+	for _, v := range []string{vLaravelTmpfs, vTruncate, vFloorTruncate} {
+		if server, _, _ := resetCPU(r.Resets, v); !(server > 0) {
+			t.Errorf("no server CPU time for the resets of %s: %v", v, server)
+		}
+	}
+	for _, v := range strategyVariants {
+		if server, daemon, bench, floor := cleanCPU(r, v); !(server > 0 && daemon > 0 && bench > 0 && floor > 0) {
+			t.Errorf("CPU time per clean database of %s: server %v, daemon %v, workers %v, floor %v", v, server, daemon, bench, floor)
+		}
+	}
+	if len(r.ConcurrentCPU) != 2 || r.ConcurrentCPU[1].Mode != "together" || !(r.ConcurrentCPU[1].ServerCPUMs > 0 && r.ConcurrentCPU[1].DaemonCPUMs > 0) {
+		t.Errorf("CPU time of the concurrent phase: %+v", r.ConcurrentCPU)
+	}
 	if len(r.Cache) != 1+r.Plan.CacheRestores || r.Cache[0].Source != "migrations" || r.Cache[1].Source != "cache" ||
 		r.Cache[1].Build.MigrateMs != 0 || r.Cache[1].Tables != r.Cache[0].Tables {
 		t.Errorf("template cache runs: %+v", r.Cache)
@@ -236,5 +251,25 @@ func TestReportIsDeterministic(t *testing.T) {
 	}
 	if !strings.Contains(renderChart(r), "testdbd snapshot") {
 		t.Error("the chart lacks a variant")
+	}
+}
+
+// TestCPUMs checks the reading of a process's CPU time: it grows with work
+// done, and a process that cannot be read counts nothing.
+func TestCPUMs(t *testing.T) {
+	before := cpuMs(os.Getpid())
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
+	}
+	if after := cpuMs(os.Getpid()); !(after >= before+50) {
+		t.Errorf("100 ms of spinning moved the CPU time from %v to %v ms", before, after)
+	}
+	if self := selfCPUMs(); !(self > 50) {
+		t.Errorf("own CPU time %v ms after spinning", self)
+	}
+	if got := cpuMs(0); got != 0 {
+		t.Errorf("cpuMs(0) = %v", got)
+	}
+	if got := cpuMs(1 << 30); got != 0 {
+		t.Errorf("cpuMs of no process = %v", got)
 	}
 }
