@@ -75,14 +75,12 @@ func (b *bench) concurrentPhase(ctx context.Context) error {
 		mu.Unlock()
 		return nil
 	}
-	p := workers[0].v.procs()
 	measure := func(mode string, rounds int, run func() error) error {
-		server0, daemon0 := p.cpu()
-		bench0, start := selfCPUMs(), time.Now()
+		cpu, start := workers[0].v.procs().mark(), time.Now()
 		err := run()
-		server1, daemon1 := p.cpu()
-		b.res.ConcurrentCPU = append(b.res.ConcurrentCPU, ConcurrentCPU{Mode: mode, Rounds: rounds, WallMs: round3(ms(time.Since(start))),
-			ServerCPUMs: round3(server1 - server0), DaemonCPUMs: round3(daemon1 - daemon0), BenchCPUMs: round3(selfCPUMs() - bench0)})
+		c := ConcurrentCPU{Mode: mode, Rounds: rounds, WallMs: round3(ms(time.Since(start)))}
+		c.ServerCPUMs, c.DaemonCPUMs, c.BenchCPUMs = cpu.used()
+		b.res.ConcurrentCPU = append(b.res.ConcurrentCPU, c)
 		return err
 	}
 	if err := measure("alone", b.plan.ConcurrentRounds*len(strategyVariants), func() error { return b.alone(workers, per, round) }); err != nil {

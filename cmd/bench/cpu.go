@@ -53,6 +53,25 @@ type procs struct{ server, daemon int }
 // cpu reads both processes' CPU time so far.
 func (p procs) cpu() (server, daemon float64) { return cpuMs(p.server), cpuMs(p.daemon) }
 
+// cpuMark is the CPU time so far of a variant's processes and of the
+// benchmark itself.
+type cpuMark struct {
+	p                     procs
+	server, daemon, bench float64
+}
+
+// mark reads the CPU time so far of p's processes and the benchmark's.
+func (p procs) mark() cpuMark {
+	server, daemon := p.cpu()
+	return cpuMark{p: p, server: server, daemon: daemon, bench: selfCPUMs()}
+}
+
+// used is the CPU time, in ms, the processes have used since the mark.
+func (m cpuMark) used() (server, daemon, bench float64) {
+	now := m.p.mark()
+	return round3(now.server - m.server), round3(now.daemon - m.daemon), round3(now.bench - m.bench)
+}
+
 // mean is the arithmetic mean of xs (NaN for none).
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {

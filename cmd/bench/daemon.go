@@ -184,7 +184,12 @@ func (d *daemon) waitPool(ctx context.Context, name string, timeout, interval ti
 // waitIdle waits until no database of the template is being reset or
 // created and at least want are ready.
 func (d *daemon) waitIdle(ctx context.Context, name string, want int) error {
-	_, err := d.waitPool(ctx, name, 30*time.Second, 2*time.Millisecond, func(t *client.Template) bool {
+	return d.waitIdleEvery(ctx, name, want, 2*time.Millisecond)
+}
+
+// waitIdleEvery is waitIdle polling every interval.
+func (d *daemon) waitIdleEvery(ctx context.Context, name string, want int, interval time.Duration) error {
+	_, err := d.waitPool(ctx, name, 30*time.Second, interval, func(t *client.Template) bool {
 		return int(t.Pool.Ready) >= want && t.Pool.Resetting == 0 && t.Pool.Creating == 0
 	})
 	return err

@@ -604,9 +604,7 @@ func (b *bench) throughputRun(ctx context.Context, d *daemon, strategy string) (
 	if err != nil {
 		return r, err
 	}
-	p := procs{server: d.serverPID(ctx, tpl.InstanceID), daemon: d.pid()}
-	server0, daemon0 := p.cpu()
-	bench0 := selfCPUMs()
+	cpu := procs{server: d.serverPID(ctx, tpl.InstanceID), daemon: d.pid()}.mark()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := 0; w < r.Workers; w++ {
@@ -649,14 +647,10 @@ func (b *bench) throughputRun(ctx context.Context, d *daemon, strategy string) (
 	}
 	// The released databases' recycling is part of their cost; polled
 	// gently, so that the polls add little to it.
-	_, err = d.waitPool(ctx, mainTemplate, 30*time.Second, 20*time.Millisecond, func(t *client.Template) bool {
-		return int(t.Pool.Ready) >= b.plan.PoolSize && t.Pool.Resetting == 0 && t.Pool.Creating == 0
-	})
-	if err != nil {
+	if err := d.waitIdleEvery(ctx, mainTemplate, b.plan.PoolSize, 20*time.Millisecond); err != nil {
 		return r, err
 	}
-	server1, daemon1 := p.cpu()
-	r.ServerCPUMs, r.DaemonCPUMs, r.BenchCPUMs = round3(server1-server0), round3(daemon1-daemon0), round3(selfCPUMs()-bench0)
+	r.ServerCPUMs, r.DaemonCPUMs, r.BenchCPUMs = cpu.used()
 	return r, nil
 }
 
