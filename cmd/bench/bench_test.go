@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,14 +67,24 @@ func TestQuickRun(t *testing.T) {
 			if resetSummary(r.Scale, v+"@"+strconv.Itoa(n)).N == 0 {
 				t.Errorf("no scale samples of %s at %d tables", v, n)
 			}
+			// The least a reset does: REST, the read (which found the
+			// tables) and the restore, each timed.
+			for _, s := range r.Scale {
+				if s.Variant == essentialsOf[v]+"@"+strconv.Itoa(n) && (len(s.PhasesMs) != 4 || slices.ContainsFunc(s.PhasesMs, func(x float64) bool { return !(x > 0) })) {
+					t.Errorf("%s: parts %v", s.Variant, s.PhasesMs)
+				}
+			}
+			if resetSummary(r.Scale, essentialsOf[v]+"@"+strconv.Itoa(n)).N == 0 {
+				t.Errorf("no samples of %s at %d tables", essentialsOf[v], n)
+			}
 		}
 		if full, _ := throughputRates(r.Throughput, v); len(full) == 0 || full[0] <= 0 {
 			t.Errorf("no throughput of %s: %v", v, full)
 		}
 	}
 	for _, c := range r.Plan.AcquireLevels {
-		if acquireSummary(r.Acquires, c).N == 0 {
-			t.Errorf("no acquire samples with %d clients", c)
+		if n := acquireSummary(r.Acquires, c, false).N; n == 0 || acquireSummary(r.Acquires, c, true).N != n {
+			t.Errorf("%d acquire samples with %d clients, and %d GET /healthz beside them", n, c, acquireSummary(r.Acquires, c, true).N)
 		}
 	}
 	if want := 5 * len(r.Plan.SuiteWorkers) * r.Plan.SuiteReps; len(r.Suite) != want {

@@ -8,7 +8,8 @@
 //     default durability and on a tmpfs server, of migrate-from-scratch on
 //     both, and of testdbd's truncate, snapshot and rollback strategies
 //     through the REST API of a daemon running as a separate process;
-//   - acquire latency from a ready pool with 1, 8 and 32 concurrent clients;
+//   - acquire latency from a ready pool with 1, 8 and 32 concurrent clients,
+//     beside GET /healthz from as many clients (the REST floor);
 //   - clean databases handed out per second by 8 looping workers;
 //   - daemon start → template built → worker databases ready, and the idle
 //     server's memory;
@@ -16,7 +17,12 @@
 //   - a synthetic suite, serial and parallel, per variant;
 //   - the CPU time the server, the daemon and the clients spend per reset,
 //     per clean database and per concurrent round (cpu.go), beside the
-//     floor's, with the rate the machine's cores allow at each cost.
+//     floor's, with the rate the machine's cores allow at each cost;
+//   - beside the resets, at 100 and at 1,000 tables, each strategy's raw
+//     floor (floor.go: the server's own restore of the dirtied tables, one
+//     round trip) and the least any exact reset through REST does (the
+//     floor after a REST round trip and one read of the table state), so
+//     that a bar below that least is reported as not reachable here.
 //
 // It writes the raw samples to benchmarks.json and the report computed from
 // them to benchmarks.md with a chart, benchmarks-reset.svg.

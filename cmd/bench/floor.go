@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,21 @@ const (
 	vFloorSnapshotKeep = "floor snapshot, keep AUTO_INCREMENT"
 )
 
+// The least an exact reset through the REST API does on top of its floor,
+// timed as one: a REST round trip to the daemon (GET /healthz, which reads
+// nothing), one read of the worker database's table state (InnoDB's
+// counters of its tables, INNODB_SYS_TABLESTATS, the read testdbd's
+// detection makes on MariaDB and the cheapest of those measured: the
+// per-database information_schema.TABLES costs more), then the floor's
+// restore. Ending the lease's sessions is left out, so this is a lower
+// bound: a reset that learns which tables the test dirtied and answers
+// over REST cannot take less.
+const essentialsSuffix = " + REST + read"
+
+// essentialsOf names each strategy variant's essentials.
+var essentialsOf = map[string]string{vTruncate: vFloorTruncate + essentialsSuffix, vSnapshot: vFloorSnapshot + essentialsSuffix,
+	vRollback: vFloorRollback + essentialsSuffix, vSnapshotKeep: vFloorSnapshotKeep + essentialsSuffix}
+
 // floorOf names each strategy variant's floor.
 var floorOf = map[string]string{vTruncate: vFloorTruncate, vSnapshot: vFloorSnapshot, vRollback: vFloorRollback,
 	vSnapshotKeep: vFloorSnapshotKeep}
@@ -50,12 +66,31 @@ type floorVariant struct {
 	db    *sql.DB
 	sql   string // the one round trip
 	p     procs
+	// essentials: a REST round trip to the daemon and the read of the
+	// table state come first, timed with the restore.
+	essentials *daemon
 }
+
+// essentialsWhat describes the essentials' work before the restore.
+const essentialsWhat = "a REST round trip to the daemon (`GET /healthz`, which does no work) and one read of the database's table state: " +
+	"InnoDB's counters of its tables (`INNODB_SYS_TABLESTATS`, what testdbd's detection reads on MariaDB) or " +
+	"`information_schema.TABLES` of the one database (`UPDATE_TIME`, `AUTO_INCREMENT`), both timed in every sample and the cheaper counted"
+
+// The two reads of the floor database's table state: InnoDB's counters
+// (what testdbd's detection reads on MariaDB) and information_schema.TABLES
+// (UPDATE_TIME and AUTO_INCREMENT, what it reads on MySQL).
+var (
+	essentialsStatsRead = "SELECT NAME, TABLE_ID, MODIFIED_COUNTER, NUM_ROWS, AUTOINC FROM information_schema.INNODB_SYS_TABLESTATS WHERE NAME LIKE '" +
+		strings.ReplaceAll(floorDatabase, "_", `\\_`) + "/%'"
+	essentialsTablesRead = "SELECT TABLE_NAME, UPDATE_TIME, AUTO_INCREMENT, TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = '" +
+		floorDatabase + "' AND TABLE_TYPE = 'BASE TABLE'"
+)
 
 // newFloorVariants makes the floor database on the daemon's (one) server,
 // a copy of template's database made table by table with its foreign
-// keys, and the three floor variants on it.
-func newFloorVariants(ctx context.Context, d *daemon, template string) (_ []variant, err error) {
+// keys, and on it the floor variants of the strategy variants in plain and
+// the essentials variants of those in essentials; suffix ends their names.
+func newFloorVariants(ctx context.Context, d *daemon, template, suffix string, plain, essentials []string) (_ []variant, err error) {
 	t, err := d.api.GetTemplate(ctx, template)
 	if err != nil {
 		return nil, err
@@ -128,17 +163,25 @@ func newFloorVariants(ctx context.Context, d *daemon, template string) (_ []vari
 	}
 	var vs []variant
 	for _, v := range []struct {
-		label, reset string
+		strategy, label, reset string
 	}{
-		{vFloorTruncate, restore("TRUNCATE TABLE", true, true)},
-		{vFloorSnapshot, restore("DELETE FROM", true, true)},
-		{vFloorRollback, restore("", false, true)},
-		{vFloorSnapshotKeep, restore("DELETE FROM", true, false)},
+		{vTruncate, vFloorTruncate, restore("TRUNCATE TABLE", true, true)},
+		{vSnapshot, vFloorSnapshot, restore("DELETE FROM", true, true)},
+		{vRollback, vFloorRollback, restore("", false, true)},
+		{vSnapshotKeep, vFloorSnapshotKeep, restore("DELETE FROM", true, false)},
 	} {
-		db := sql.OpenDB(connector)
-		db.SetMaxOpenConns(1)
-		db.SetMaxIdleConns(1)
-		vs = append(vs, &floorVariant{label: v.label, db: db, sql: v.reset, p: p})
+		add := func(label string, ess *daemon) {
+			db := sql.OpenDB(connector)
+			db.SetMaxOpenConns(1)
+			db.SetMaxIdleConns(1)
+			vs = append(vs, &floorVariant{label: label + suffix, db: db, sql: v.reset, p: p, essentials: ess})
+		}
+		if slices.Contains(plain, v.strategy) {
+			add(v.label, nil)
+		}
+		if slices.Contains(essentials, v.strategy) {
+			add(essentialsOf[v.strategy], d)
+		}
 	}
 	return vs, nil
 }
@@ -186,13 +229,55 @@ func copyDatabase(ctx context.Context, db *sql.DB, src, dst string) error {
 func (v *floorVariant) name() string { return v.label }
 
 func (v *floorVariant) test(ctx context.Context) error {
-	return runTest(ctx, v.db, v.label == vFloorRollback)
+	return runTest(ctx, v.db, strings.HasPrefix(v.label, vFloorRollback))
 }
 
+// reset runs the floor's restore; for the essentials, after a REST round
+// trip and the read of the table state. Both reads are timed, the
+// TABLESTATS one before the restore and the TABLES one after it (outside
+// the sample), and the sample counts the cheaper (PhasesMs: REST, the
+// TABLESTATS read, the restore, the TABLES read).
 func (v *floorVariant) reset(ctx context.Context) (ResetSample, error) {
+	if v.essentials == nil {
+		start := time.Now()
+		_, err := v.db.ExecContext(ctx, v.sql)
+		return ResetSample{ClientMs: ms(time.Since(start)), Tables: len(workload.Dirty)}, err
+	}
+	var s ResetSample
 	start := time.Now()
-	_, err := v.db.ExecContext(ctx, v.sql)
-	return ResetSample{ClientMs: ms(time.Since(start)), Tables: len(workload.Dirty)}, err
+	if err := v.essentials.api.Health(ctx); err != nil {
+		return s, err
+	}
+	rest := ms(time.Since(start))
+	stats, err := v.read(ctx, essentialsStatsRead)
+	if err != nil {
+		return s, err
+	}
+	t0 := time.Now()
+	if _, err := v.db.ExecContext(ctx, v.sql); err != nil {
+		return s, err
+	}
+	restore := ms(time.Since(t0))
+	tables, err := v.read(ctx, essentialsTablesRead)
+	if err != nil {
+		return s, err
+	}
+	s.ClientMs, s.Tables = rest+min(stats, tables)+restore, len(workload.Dirty)
+	s.PhasesMs = []float64{round3(rest), round3(stats), round3(restore), round3(tables)}
+	return s, nil
+}
+
+// read times one read of the floor database's table state, in ms.
+func (v *floorVariant) read(ctx context.Context, q string) (float64, error) {
+	start := time.Now()
+	tables := 0
+	if err := schema.EachRow(ctx, v.db, q, nil, func(*sql.Rows) error { tables++; return nil }); err != nil {
+		return 0, err
+	}
+	if tables == 0 {
+		return 0, fmt.Errorf("the read of %s's table state found no table", floorDatabase)
+	}
+	return ms(time.Since(start)), nil
 }
 
 func (v *floorVariant) procs() procs { return v.p }

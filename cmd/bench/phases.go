@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -468,7 +469,8 @@ func (b *bench) resetPhase(ctx context.Context, d *daemon, disk, tmpfs *baseServ
 			return err
 		}
 	}
-	floors, err := newFloorVariants(ctx, d, mainTemplate)
+	all := []string{vTruncate, vSnapshot, vRollback, vSnapshotKeep}
+	floors, err := newFloorVariants(ctx, d, mainTemplate, "", all, all)
 	if err != nil {
 		return err
 	}
@@ -514,16 +516,20 @@ func (b *bench) acquirePhase(ctx context.Context, d *daemon) error {
 					s[j].Round, s[j].Warmup = round, round < 0
 				}
 				b.res.Acquires = append(b.res.Acquires, s...)
-				if c == 1 {
-					// The floor: the cheapest call of the same API from the
-					// same client, right after.
-					t0 := time.Now()
-					if err := d.api.Health(ctx); err != nil {
-						return err
-					}
-					b.res.Acquires = append(b.res.Acquires, AcquireSample{Clients: 0, Round: round, Warmup: round < 0,
-						ClientMs: round3(ms(time.Since(t0)))})
+				// The floor: the cheapest call of the same API from as many
+				// clients at once, next, once the pool is idle again (the
+				// releases started resets).
+				if err := d.waitIdle(ctx, mainTemplate, clients); err != nil {
+					return err
 				}
+				h, err := healthBurst(ctx, d, clients)
+				if err != nil {
+					return err
+				}
+				for j := range h {
+					h[j].Round, h[j].Warmup = round, round < 0
+				}
+				b.res.Acquires = append(b.res.Acquires, h...)
 			}
 		}
 	}
@@ -569,6 +575,28 @@ func (b *bench) acquireBurst(ctx context.Context, d *daemon, n int) ([]AcquireSa
 		}
 	}
 	return out, nil
+}
+
+// healthBurst has n clients call GET /healthz at once: the REST round
+// trip's floor at that concurrency.
+func healthBurst(ctx context.Context, d *daemon, n int) ([]AcquireSample, error) {
+	out := make([]AcquireSample, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			t0 := time.Now()
+			errs[i] = d.api.Health(ctx)
+			out[i] = AcquireSample{Clients: n, Health: true, ClientMs: round3(ms(time.Since(t0)))}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 // throughputPhase: workers loop acquire → write → release; the released
@@ -847,12 +875,18 @@ func (b *bench) scalePhase(ctx context.Context) error {
 		}
 	}()
 	for i, n := range sizes {
-		for _, s := range []string{vTruncate, vSnapshot, vRollback} {
+		for _, s := range strategyVariants {
 			v, err := newLeaseVariant(ctx, fmt.Sprintf("%s@%d", s, n), daemons[i], fmt.Sprintf("std%d", n), "scale-"+s)
 			if err != nil {
 				return err
 			}
 			vs = append(vs, v)
+		}
+		// What any exact reset through REST does at that size.
+		ess, err := newFloorVariants(ctx, daemons[i], fmt.Sprintf("std%d", n), fmt.Sprintf("@%d", n), nil, strategyVariants)
+		vs = append(vs, ess...)
+		if err != nil {
+			return err
 		}
 	}
 	samples, err := b.interleaveScale(ctx, vs, "scale")

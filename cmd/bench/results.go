@@ -159,10 +159,12 @@ type ResetSample struct {
 	DaemonCPUMs float64 `json:"daemon_cpu_ms,omitempty"`
 }
 
-// AcquireSample is one acquire from a ready pool, or (Clients 0) one
-// GET /healthz right after a single acquire: the REST round trip's floor.
+// AcquireSample is one acquire from a ready pool, or (Health) one
+// GET /healthz of a round of as many clients after the acquires' round:
+// the REST round trip's floor at that concurrency.
 type AcquireSample struct {
-	Clients  int     `json:"clients"` // concurrent clients in the round; 0: GET /healthz
+	Clients  int     `json:"clients"` // concurrent clients in the round
+	Health   bool    `json:"health,omitempty"`
 	Round    int     `json:"round"`
 	Warmup   bool    `json:"warmup,omitempty"`
 	ClientMs float64 `json:"client_ms"`

@@ -40,7 +40,8 @@ const (
 )
 
 var variantOrder = []string{vLaravelDisk, vLaravelTmpfs, vFreshDisk, vFreshTmpfs, vTruncate, vSnapshot, vRollback, vSnapshotKeep,
-	vFloorTruncate, vFloorSnapshot, vFloorRollback, vFloorSnapshotKeep}
+	vFloorTruncate, vFloorSnapshot, vFloorRollback, vFloorSnapshotKeep,
+	vFloorTruncate + essentialsSuffix, vFloorSnapshot + essentialsSuffix, vFloorRollback + essentialsSuffix, vFloorSnapshotKeep + essentialsSuffix}
 
 // strategyName maps a testdbd variant to its API strategy.
 var strategyName = map[string]client.Strategy{
