@@ -263,6 +263,32 @@ func TestReportIsDeterministic(t *testing.T) {
 	if !strings.Contains(renderChart(r), "testdbd snapshot") {
 		t.Error("the chart lacks a variant")
 	}
+	// Samples without the essentials' parts measure no least: no bar is
+	// said to be out of reach.
+	if strings.Contains(md1, "so it cannot be met") {
+		t.Error("a bar is said to be out of reach without the measurement")
+	}
+}
+
+// TestLeastNote: a bar is said to be out of reach only when it is missed
+// and the least measured beside it is already over it.
+func TestLeastNote(t *testing.T) {
+	for _, c := range []struct {
+		least, bar float64
+		met, out   bool
+		note       bool
+	}{
+		{least: 1.5, bar: 1.3, met: false, out: true, note: true},
+		{least: 1.2, bar: 1.3, met: false, out: false, note: true},
+		{least: 1.5, bar: 1.3, met: true, out: false, note: true}, // noise: the bar was met anyway
+		{least: math.NaN(), bar: 1.3, met: false, out: false, note: false},
+		{least: math.Inf(1), bar: 1.3, met: false, out: false, note: false},
+	} {
+		got := leastNote(c.least, c.bar, c.met, "x")
+		if strings.Contains(got, "so it cannot be met") != c.out || (got != "") != c.note {
+			t.Errorf("leastNote(%v, %v, %v) = %q", c.least, c.bar, c.met, got)
+		}
+	}
 }
 
 // TestCPUMs checks the reading of a process's CPU time: it grows with work

@@ -19,6 +19,9 @@ func renderChart(r *Results) string {
 	var rows []row
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, v := range variantOrder {
+		if strings.HasSuffix(v, essentialsSuffix) {
+			continue // sums of parts, not one call: in the report's tables only
+		}
 		xs := resetField(r.Resets, v, func(s ResetSample) float64 { return s.ClientMs })
 		if len(xs) == 0 {
 			continue

@@ -464,13 +464,12 @@ func (b *bench) resetPhase(ctx context.Context, d *daemon, disk, tmpfs *baseServ
 	if err := add(newFreshVariant(ctx, vFreshTmpfs, tmpfs, "fresh", src, b.plan.Tables)); err != nil {
 		return err
 	}
-	for _, name := range []string{vTruncate, vSnapshot, vRollback, vSnapshotKeep} {
+	for _, name := range leaseVariants {
 		if err := add(newLeaseVariant(ctx, name, d, mainTemplate, "reset-"+name)); err != nil {
 			return err
 		}
 	}
-	all := []string{vTruncate, vSnapshot, vRollback, vSnapshotKeep}
-	floors, err := newFloorVariants(ctx, d, mainTemplate, "", all, all)
+	floors, err := newFloorVariants(ctx, d, mainTemplate, "", leaseVariants, leaseVariants)
 	if err != nil {
 		return err
 	}
@@ -541,21 +540,15 @@ func (b *bench) acquireBurst(ctx context.Context, d *daemon, n int) ([]AcquireSa
 	out := make([]AcquireSample, n)
 	ids := make([]string, n)
 	errs := make([]error, n)
-	start := make(chan struct{})
+	together(n, func(i int) {
+		t0 := time.Now()
+		l, err := d.acquire(ctx, mainTemplate, "STRATEGY_SNAPSHOT", "")
+		out[i] = AcquireSample{Clients: n, ClientMs: round3(ms(time.Since(t0)))}
+		if errs[i] = err; err == nil {
+			out[i].WaitedMs, ids[i] = round3(l.WaitedMs), l.ID
+		}
+	})
 	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			t0 := time.Now()
-			l, err := d.acquire(ctx, mainTemplate, "STRATEGY_SNAPSHOT", "")
-			out[i] = AcquireSample{Clients: n, ClientMs: round3(ms(time.Since(t0))), WaitedMs: round3(l.WaitedMs)}
-			ids[i], errs[i] = l.ID, err
-		}()
-	}
-	close(start)
-	wg.Wait()
 	for i := range ids {
 		if ids[i] == "" {
 			continue
@@ -569,10 +562,8 @@ func (b *bench) acquireBurst(ctx context.Context, d *daemon, n int) ([]AcquireSa
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -582,6 +573,17 @@ func (b *bench) acquireBurst(ctx context.Context, d *daemon, n int) ([]AcquireSa
 func healthBurst(ctx context.Context, d *daemon, n int) ([]AcquireSample, error) {
 	out := make([]AcquireSample, n)
 	errs := make([]error, n)
+	together(n, func(i int) {
+		t0 := time.Now()
+		errs[i] = d.api.Health(ctx)
+		out[i] = AcquireSample{Clients: n, Health: true, ClientMs: round3(ms(time.Since(t0)))}
+	})
+	return out, errors.Join(errs...)
+}
+
+// together runs f(0) … f(n-1), each in a goroutine of its own, started at
+// once once all are ready, and waits for them.
+func together(n int, f func(i int)) {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -589,14 +591,11 @@ func healthBurst(ctx context.Context, d *daemon, n int) ([]AcquireSample, error)
 		go func() {
 			defer wg.Done()
 			<-start
-			t0 := time.Now()
-			errs[i] = d.api.Health(ctx)
-			out[i] = AcquireSample{Clients: n, Health: true, ClientMs: round3(ms(time.Since(t0)))}
+			f(i)
 		}()
 	}
 	close(start)
 	wg.Wait()
-	return out, errors.Join(errs...)
 }
 
 // throughputPhase: workers loop acquire → write → release; the released
@@ -884,10 +883,10 @@ func (b *bench) scalePhase(ctx context.Context) error {
 		}
 		// What any exact reset through REST does at that size.
 		ess, err := newFloorVariants(ctx, daemons[i], fmt.Sprintf("std%d", n), fmt.Sprintf("@%d", n), nil, strategyVariants)
-		vs = append(vs, ess...)
 		if err != nil {
 			return err
 		}
+		vs = append(vs, ess...)
 	}
 	samples, err := b.interleaveScale(ctx, vs, "scale")
 	b.res.Scale = samples

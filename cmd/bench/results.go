@@ -135,14 +135,18 @@ type ColdStart struct {
 // ResetSample is one test followed by one reset, timed around the reset
 // only.
 type ResetSample struct {
-	Variant  string  `json:"variant"`
-	Batch    int     `json:"batch"` // -1: the warm-up before the first batch
-	Warmup   bool    `json:"warmup,omitempty"`
-	ClientMs float64 `json:"client_ms"` // wall time of the reset as the client saw it
+	Variant string `json:"variant"`
+	Batch   int    `json:"batch"` // -1: the warm-up before the first batch
+	Warmup  bool   `json:"warmup,omitempty"`
+	// ClientMs is the wall time of the reset as the client saw it; for the
+	// essentials variants, the sum of their parts (floorVariant.reset).
+	ClientMs float64 `json:"client_ms"`
 	// ServerMs is the daemon's own total_ms (testdbd variants).
 	ServerMs float64 `json:"server_ms,omitempty"`
 	// PhasesMs are the daemon's phases: sessions, detect, verify, restore,
-	// schema (testdbd variants).
+	// schema (testdbd variants); for the essentials variants, the REST
+	// round trip, the INNODB_SYS_TABLESTATS read (0: not read), the
+	// restore and the information_schema.TABLES read.
 	PhasesMs []float64 `json:"phases_ms,omitempty"`
 	// Tables is the number of tables truncated (baselines) or restored
 	// (testdbd).

@@ -39,9 +39,20 @@ const (
 	vSnapshotKeep = "testdbd snapshot, keep AUTO_INCREMENT"
 )
 
-var variantOrder = []string{vLaravelDisk, vLaravelTmpfs, vFreshDisk, vFreshTmpfs, vTruncate, vSnapshot, vRollback, vSnapshotKeep,
-	vFloorTruncate, vFloorSnapshot, vFloorRollback, vFloorSnapshotKeep,
-	vFloorTruncate + essentialsSuffix, vFloorSnapshot + essentialsSuffix, vFloorRollback + essentialsSuffix, vFloorSnapshotKeep + essentialsSuffix}
+// leaseVariants are the testdbd variants of the reset phase, each with its
+// floor and essentials.
+var leaseVariants = []string{vTruncate, vSnapshot, vRollback, vSnapshotKeep}
+
+var variantOrder = func() []string {
+	out := append([]string{vLaravelDisk, vLaravelTmpfs, vFreshDisk, vFreshTmpfs}, leaseVariants...)
+	for _, v := range leaseVariants {
+		out = append(out, floorOf[v])
+	}
+	for _, v := range leaseVariants {
+		out = append(out, essentialsOf[v])
+	}
+	return out
+}()
 
 // strategyName maps a testdbd variant to its API strategy.
 var strategyName = map[string]client.Strategy{
