@@ -41,9 +41,15 @@ const (
 // the restore's round trip would save that round trip, about 0.05 ms).
 const essentialsSuffix = " + REST + read"
 
-// essentialsOf names each strategy variant's essentials.
-var essentialsOf = map[string]string{vTruncate: vFloorTruncate + essentialsSuffix, vSnapshot: vFloorSnapshot + essentialsSuffix,
-	vRollback: vFloorRollback + essentialsSuffix, vSnapshotKeep: vFloorSnapshotKeep + essentialsSuffix}
+// essentialsOf names each strategy variant's essentials: its floor's name
+// with essentialsSuffix.
+var essentialsOf = func() map[string]string {
+	out := map[string]string{}
+	for v, f := range floorOf {
+		out[v] = f + essentialsSuffix
+	}
+	return out
+}()
 
 // floorOf names each strategy variant's floor.
 var floorOf = map[string]string{vTruncate: vFloorTruncate, vSnapshot: vFloorSnapshot, vRollback: vFloorRollback,

@@ -498,6 +498,13 @@ func (b *bench) acquirePhase(ctx context.Context, d *daemon) error {
 		if round >= 0 && (round%5 == 0 || round == b.plan.AcquireRounds-1) {
 			b.progress("acquire latency: round %d/%d (clients %v)", round+1, b.plan.AcquireRounds, levels)
 		}
+		// keep records a round's samples.
+		keep := func(s []AcquireSample) {
+			for j := range s {
+				s[j].Round, s[j].Warmup = round, round < 0
+			}
+			b.res.Acquires = append(b.res.Acquires, s...)
+		}
 		for _, c := range batchOrder(levels, i) {
 			bursts, clients := 1, c
 			if c == 1 {
@@ -511,10 +518,7 @@ func (b *bench) acquirePhase(ctx context.Context, d *daemon) error {
 				if err != nil {
 					return err
 				}
-				for j := range s {
-					s[j].Round, s[j].Warmup = round, round < 0
-				}
-				b.res.Acquires = append(b.res.Acquires, s...)
+				keep(s)
 				// The floor: the cheapest call of the same API from as many
 				// clients at once, next, once the pool is idle again (the
 				// releases started resets).
@@ -525,10 +529,7 @@ func (b *bench) acquirePhase(ctx context.Context, d *daemon) error {
 				if err != nil {
 					return err
 				}
-				for j := range h {
-					h[j].Round, h[j].Warmup = round, round < 0
-				}
-				b.res.Acquires = append(b.res.Acquires, h...)
+				keep(h)
 			}
 		}
 	}
