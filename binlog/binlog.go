@@ -247,9 +247,18 @@ func (l *Log) readLocked(ctx context.Context, q Querier) error {
 			return err
 		}
 	}
+	torn := 0
 	for {
 		n, next, err := l.readBatchLocked(ctx, q)
 		switch {
+		case isTornRead(err) && torn < len(tornRetries):
+			// The last event was being written as it was read: what came
+			// before it was read; read from there again once it is whole.
+			if err := sleepCtx(ctx, tornRetries[torn]); err != nil {
+				return err
+			}
+			torn++
+			continue
 		case isLogMissing(err):
 			// Purged by someone else: go on from the oldest file left,
 			// and remember that what came before it is unknown.
@@ -316,6 +325,31 @@ func (l *Log) pruneLocked(ctx context.Context, q Querier) {
 func isLogMissing(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && me.Number == 1220 && strings.Contains(me.Message, "find target log")
+}
+
+// isTornRead reports whether err says SHOW BINLOG EVENTS met an event cut
+// short: one that the server was writing as it was read (a large one,
+// mostly), or, if it stays cut, one a full disk cut for good.
+func isTornRead(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1220 && strings.Contains(me.Message, "truncated in the middle of event")
+}
+
+// tornRetries are the pauses before a read that met an event cut short is
+// tried again: about half a second in all before the error is returned.
+var tornRetries = []time.Duration{2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond,
+	16 * time.Millisecond, 32 * time.Millisecond, 64 * time.Millisecond, 128 * time.Millisecond, 256 * time.Millisecond}
+
+// sleepCtx pauses for d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // readBatchLocked reads up to batch events of l.file from l.pos and
@@ -628,6 +662,19 @@ func (l *Log) TidyDue() bool {
 	}
 	l.tidying = true
 	return true
+}
+
+// TidyNow runs Tidy now, however soon after the last one, unless one is
+// running already: for a server short of space.
+func (l *Log) TidyNow(ctx context.Context, q Querier) error {
+	l.tmu.Lock()
+	if l.tidying {
+		l.tmu.Unlock()
+		return nil
+	}
+	l.tidying = true
+	l.tmu.Unlock()
+	return l.Tidy(ctx, q)
 }
 
 // Tidy keeps the binary log small: once its files hold TidyBytes or more,

@@ -3,6 +3,7 @@ package lease
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -35,7 +36,7 @@ func (m *Manager) troubleLocked(t *template, rep *replica, err error) {
 	h.trouble = err.Error()
 	backoff := min(minBackoff<<min(h.failures-1, 16), maxBackoff)
 	h.retryAt = time.Now().Add(backoff)
-	if rep != nil && templateBroken(err) && t.replicas[rep.host.ID()] == rep {
+	if rep != nil && templateBroken(err, rep.db) && t.replicas[rep.host.ID()] == rep {
 		m.log.Warn("the template database is missing or damaged; building it again", "template", t.name,
 			"database", rep.db, "instance", rep.host.ID(), "err", err)
 		m.forgetReplicaLocked(t, rep)
@@ -80,13 +81,24 @@ func (m *Manager) forgetReplicaLocked(t *template, rep *replica) {
 	m.dropDatabase(rep.host, rep.db, "template database broken", rep.owner)
 }
 
-// templateBroken reports whether err says that a template database is
-// missing or lacks a table: the server's "unknown database" and "table
-// doesn't exist", which a clone or a restore of an intact template never
-// gets.
-func templateBroken(err error) bool {
+// templateBroken reports whether err says that the template database
+// tplDB is missing or lacks a table: the server's "unknown database" or
+// "table doesn't exist" naming tplDB, which a clone or a restore of an
+// intact template never gets. The same errors naming the worker database
+// (a table its clone or restore could not make, with the server short of
+// space, say) leave the template alone.
+func templateBroken(err error, tplDB string) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1049 || me.Number == 1146)
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1049: // Unknown database 'db'
+		return strings.Contains(me.Message, "'"+tplDB+"'")
+	case 1146: // Table 'db.table' doesn't exist
+		return strings.Contains(me.Message, "'"+tplDB+".")
+	}
+	return false
 }
 
 // stateLocked is the state shown for t: Degraded while it is ready but

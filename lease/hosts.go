@@ -24,6 +24,9 @@ type host struct {
 	deathErr error
 	tdc      int    // table_definition_cache it runs with
 	recalc   string // innodb_stats_auto_recalc it runs with, when not OFF
+	// spaceBusy: a lease failed for the reserve is being dropped and the
+	// binary log purged; no other lease fails for the reserve until then.
+	spaceBusy bool
 }
 
 // OnInstanceDeath is the fleet's OnDeath callback: leases on the server fail

@@ -354,6 +354,14 @@ func (m *Manager) Reset(ctx context.Context, id string, s testdbd.Strategy) (tes
 	rep, err := m.runReset(rctx, db, target, id, "reset")
 	rep.LeaseID = id
 	if err != nil {
+		// A lease failed during its reset (for space, say) lost its
+		// database under it: say why, not what the reset then hit.
+		m.mu.Lock()
+		ended := l.state != LeaseActive
+		m.mu.Unlock()
+		if ended {
+			return rep, m.endedError(l)
+		}
 		return rep, err
 	}
 	m.mu.Lock()
@@ -520,7 +528,7 @@ func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.
 		if dead {
 			return rep, testdbd.Errorf(testdbd.EUnavailable, "server instance %s died (%v): acquire a new lease", st.ID(), deathErr)
 		}
-		if templateBroken(err) || db.rep.broken {
+		if templateBroken(err, db.rep.db) || db.rep.broken {
 			m.mu.Lock()
 			if !db.rep.broken {
 				m.troubleLocked(db.tpl, db.rep, err)

@@ -405,25 +405,28 @@ func (m *Manager) dropDatabase(st *host, name, why string, users ...string) {
 	if st.dead {
 		return
 	}
-	m.goBackground(func(ctx context.Context) {
-		for _, u := range users {
-			if u != "" {
-				_ = accounts.Drop(ctx, st.DB, u)
-			}
+	m.goBackground(func(ctx context.Context) { m.dropDatabaseNow(ctx, st, name, why, users...) })
+}
+
+// dropDatabaseNow is dropDatabase's work, done before it returns.
+func (m *Manager) dropDatabaseNow(ctx context.Context, st *host, name, why string, users ...string) {
+	for _, u := range users {
+		if u != "" {
+			_ = accounts.Drop(ctx, st.DB, u)
 		}
-		for attempt := 0; ; attempt++ {
-			err := m.dropOnce(ctx, st, name)
-			if err == nil || isCanceled(err) || m.hostDead(st) {
-				return
-			}
-			if attempt == len(dropRetries) {
-				m.log.Error("drop database: giving up; it stays on the server until the server stops", "database", name, "why", why, "err", err)
-				return
-			}
-			m.log.Warn("drop database; trying again", "database", name, "why", why, "in", dropRetries[attempt], "err", err)
-			pause(ctx, dropRetries[attempt])
+	}
+	for attempt := 0; ; attempt++ {
+		err := m.dropOnce(ctx, st, name)
+		if err == nil || isCanceled(err) || m.hostDead(st) {
+			return
 		}
-	})
+		if attempt == len(dropRetries) {
+			m.log.Error("drop database: giving up; it stays on the server until the server stops", "database", name, "why", why, "err", err)
+			return
+		}
+		m.log.Warn("drop database; trying again", "database", name, "why", why, "in", dropRetries[attempt], "err", err)
+		pause(ctx, dropRetries[attempt])
+	}
 }
 
 // dropRetries are the pauses before the drop of a database is tried again.

@@ -17,6 +17,9 @@ import (
 // (Config.LeaseSpace), and, when the free space falls below the reserve,
 // the lease with the largest database, fails alone: its sessions are
 // ended and its database dropped, which gives the space back at once.
+// The binary log holds what that lease wrote, too: after the drop it is
+// purged, and only then may the reserve fail another lease on the server
+// (measuring before would blame a lease for space that is on its way back).
 const spaceCheckEvery = 250 * time.Millisecond
 
 // Defaults of the space limits.
@@ -74,7 +77,12 @@ func (m *Manager) checkSpace() {
 				d.db.name, d.bytes>>20, m.cfg.LeaseSpace>>20)
 		}
 		reserve := max(m.cfg.SpaceReserve, usage.Size/10, minReserve)
-		if len(victims) == 0 && usage.Free < reserve && len(dbs) > 0 {
+		m.mu.Lock()
+		busy := h.spaceBusy
+		m.mu.Unlock()
+		short := false
+		if len(victims) == 0 && usage.Free < reserve && len(dbs) > 0 && !busy {
+			short = true
 			sort.Slice(dbs, func(i, j int) bool { return dbs[i].bytes > dbs[j].bytes })
 			victims = dbs[:1]
 			reason = func(d leasedDB) string {
@@ -88,7 +96,12 @@ func (m *Manager) checkSpace() {
 				m.log.Warn("lease failed for space", "lease", v.l.id, "database", v.db.name, "bytes", v.bytes)
 				m.event("error", "lease_failed", "lease "+v.l.id+" failed: "+reason(v), v.l.tpl.name, v.l.id, h.ID(), v.db.name)
 				m.endLeaseLocked(v.l, LeaseFailed, reason(v))
-				m.discardLocked(v.db, "space")
+				var after func(context.Context)
+				if short {
+					h.spaceBusy = true
+					after = func(ctx context.Context) { m.recoverSpace(ctx, h) }
+				}
+				m.discardLocked(v.db, "space", after)
 			}
 			m.mu.Unlock()
 		}
@@ -96,8 +109,9 @@ func (m *Manager) checkSpace() {
 }
 
 // discardLocked removes db from its pool, ends its user's sessions and
-// drops it with its accounts, in the background.
-func (m *Manager) discardLocked(db *workerDB, why string) {
+// drops it with its accounts, in the background; then, if after is not
+// nil, it runs after.
+func (m *Manager) discardLocked(db *workerDB, why string, after func(context.Context)) {
 	m.removeDBLocked(db)
 	st, user := db.rep.host, db.user
 	if st.dead {
@@ -111,11 +125,26 @@ func (m *Manager) discardLocked(db *workerDB, why string) {
 				conn.Close()
 			}
 		}
-		m.mu.Lock()
-		m.dropDatabase(st, db.name, why, db.owner)
-		m.mu.Unlock()
+		m.dropDatabaseNow(ctx, st, db.name, why, db.owner)
+		if after != nil {
+			after(ctx)
+		}
 	})
 	m.kickFill()
+}
+
+// recoverSpace purges h's binary log, which still holds what the lease
+// just dropped for the reserve wrote, and lets the reserve fail another
+// lease on h again.
+func (m *Manager) recoverSpace(ctx context.Context, h *host) {
+	if h.binlog != nil && !m.hostDead(h) {
+		if err := h.binlog.TidyNow(ctx, h.DB); err != nil && !isCanceled(err) && !m.hostDead(h) {
+			m.log.Warn("purge the binary log to get space back", "instance", h.ID(), "err", err)
+		}
+	}
+	m.mu.Lock()
+	h.spaceBusy = false
+	m.mu.Unlock()
 }
 
 // tooBig reports whether db, just reset, takes so much more space than
