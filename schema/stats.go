@@ -97,11 +97,25 @@ func (s *Schema) StatsDifferSQL(target string, tables []*Table) string {
 		") x WHERE " + statsTables(tables)
 }
 
-// StatsSentinelSQL marks the statistics rows of tables of database target
-// as copied from the template (StatsSentinel), for statistics a server
-// recomputed to the template's figures.
-func (s *Schema) StatsSentinelSQL(target string, tables []*Table) string {
+// StatsSettleSQL returns one batch for tables of database target whose
+// statistics the server has just recomputed: the statistics rows of those
+// whose figures came out as the template's get StatsSentinel back (marked
+// as copied), and the batch's one result is a row holding the names of the
+// others (filename-encoded, partitions folded into their table,
+// comma-separated; filename encoding leaves no comma in a name), NULL when
+// there is none. The names are kept in a user variable of the session
+// between the statements, cleared at the end.
+func (s *Schema) StatsSettleSQL(target string, tables []*Table) string {
 	in, tgt := statsTables(tables), literal(target)
-	return fmt.Sprintf("UPDATE mysql.innodb_table_stats SET last_update = '%s' WHERE database_name = %s AND %s;\n", StatsSentinel, tgt, in) +
-		fmt.Sprintf("UPDATE mysql.innodb_index_stats SET last_update = '%s' WHERE database_name = %s AND %s;\n", StatsSentinel, tgt, in)
+	const v = "@testdbd_stats_differ"
+	base := "SUBSTRING_INDEX(SUBSTRING_INDEX(table_name, '#P#', 1), '#p#', 1)"
+	var b strings.Builder
+	b.WriteString("SET SESSION group_concat_max_len = 67108864;\n")
+	fmt.Fprintf(&b, "SET %s = (SELECT GROUP_CONCAT(DISTINCT %s) FROM (%s) d);\n", v, base, s.StatsDifferSQL(target, tables))
+	for _, t := range []string{"innodb_table_stats", "innodb_index_stats"} {
+		fmt.Fprintf(&b, "UPDATE mysql.%s SET last_update = '%s' WHERE database_name = %s AND %s AND NOT FIND_IN_SET(%s, COALESCE(%s, ''));\n",
+			t, StatsSentinel, tgt, in, base, v)
+	}
+	fmt.Fprintf(&b, "SELECT %s;\nSET %s = NULL", v, v)
+	return b.String()
 }

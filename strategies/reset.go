@@ -831,56 +831,48 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 // settleStats follows an ALTER TABLE … AUTO_INCREMENT of tables that hold
 // rows, which made InnoDB recompute their statistics: where the figures
 // came out as the template's, the rows get their copied mark back
-// (schema.StatsSentinel) and nothing else is needed; where they differ,
-// the template's go back (schema.StatsSQL, which renames the table: its
-// triggers are dropped and re-created around it). It returns the tables
-// renamed.
+// (schema.StatsSentinel) and nothing else is needed, in one round trip
+// that also names the others; where they differ, the template's go back
+// (schema.StatsSQL, which renames the table: its triggers are dropped and
+// re-created around it). It returns the tables renamed.
 func (rs *resetter) settleStats(ctx context.Context, tables []*schema.Table) ([]*schema.Table, error) {
 	s, db := rs.t.Schema, schema.Quote(rs.t.Database)
-	differs := map[string]bool{}
-	err := schema.EachRow(ctx, rs.conn, s.StatsDifferSQL(rs.t.Database, tables), nil, func(rows *sql.Rows) error {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return err
-		}
-		if decoded, err := filename.Decode(name); err == nil {
-			name = decoded
-		}
-		name, _ = partitionOf(name)
-		differs[name] = true
-		return nil
-	})
+	var names sql.NullString
+	settle := "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;\n" + s.StatsSettleSQL(rs.t.Database, tables) +
+		";\nSET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+	err := retrying(ctx, func() error { return queryOne(ctx, rs.conn, settle, &names) })
 	if err != nil {
 		return nil, fmt.Errorf("compare statistics: %w", err)
 	}
-	var same, differ []*schema.Table
+	differs := map[string]bool{}
+	for _, name := range strings.Split(names.String, ",") {
+		if decoded, err := filename.Decode(name); err == nil {
+			name = decoded
+		}
+		differs[name] = true
+	}
+	var differ []*schema.Table
 	for _, tbl := range tables {
 		if differs[tbl.Name] {
 			differ = append(differ, tbl)
-		} else {
-			same = append(same, tbl)
 		}
+	}
+	if len(differ) == 0 {
+		return nil, nil
 	}
 	var b strings.Builder
 	b.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;\n")
-	if len(same) > 0 {
-		b.WriteString(s.StatsSentinelSQL(rs.t.Database, same))
+	triggers := s.TriggersOf(differ)
+	for _, tr := range triggers {
+		fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, schema.Quote(tr.Name))
 	}
-	ddl := 0
-	var triggers []schema.Object
-	if len(differ) > 0 {
-		triggers = s.TriggersOf(differ)
-		for _, tr := range triggers {
-			fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, schema.Quote(tr.Name))
-		}
-		stats, statsDDL := s.StatsSQL(rs.t.Database, differ)
-		b.WriteString(stats)
-		ddl += statsDDL + 2*len(triggers)
-		if len(triggers) > 0 {
-			fmt.Fprintf(&b, "USE %s;\n", db)
-			if err := schema.WriteObjects(&b, triggers, rs.t.Owner); err != nil {
-				return nil, err
-			}
+	stats, statsDDL := s.StatsSQL(rs.t.Database, differ)
+	b.WriteString(stats)
+	ddl := statsDDL + 2*len(triggers)
+	if len(triggers) > 0 {
+		fmt.Fprintf(&b, "USE %s;\n", db)
+		if err := schema.WriteObjects(&b, triggers, rs.t.Owner); err != nil {
+			return nil, err
 		}
 	}
 	b.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\n")
@@ -888,17 +880,53 @@ func (rs *resetter) settleStats(ctx context.Context, tables []*schema.Table) ([]
 	return differ, rs.execRetrying(ctx, ddl, b.String())
 }
 
-// execRetrying runs a batch that writes the statistics tables every
-// database on the server shares, where concurrent resets can deadlock:
-// up to 5 times while the server resolves it by failing the batch.
-func (rs *resetter) execRetrying(ctx context.Context, ddl int, q string) error {
+// queryOne runs q, a batch of which one statement returns one row of
+// len(dest) columns, on conn, and scans that row into dest.
+func queryOne(ctx context.Context, conn *sql.Conn, q string, dest ...any) error {
+	rows, err := conn.QueryContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	found := false
+	for {
+		for rows.Next() {
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			found = true
+		}
+		if !rows.NextResultSet() {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if !found {
+		return errors.New("the batch returned no row")
+	}
+	return nil
+}
+
+// retrying runs fn, which writes the statistics tables every database on
+// the server shares, where concurrent resets can deadlock: up to 5 times
+// while the server resolves it by failing fn.
+func retrying(ctx context.Context, fn func() error) error {
 	for attempt := 0; ; attempt++ {
-		err := rs.t.DDL.Exec(ctx, rs.conn, ddl, q)
-		if err == nil || attempt == 4 || !Retryable(err) {
+		err := fn()
+		if err == nil || attempt == 4 || !Retryable(err) || ctx.Err() != nil {
 			return err
 		}
 		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
 	}
+}
+
+// execRetrying runs a batch that writes the statistics tables every
+// database on the server shares, where concurrent resets can deadlock:
+// up to 5 times while the server resolves it by failing the batch.
+func (rs *resetter) execRetrying(ctx context.Context, ddl int, q string) error {
+	return retrying(ctx, func() error { return rs.t.DDL.Exec(ctx, rs.conn, ddl, q) })
 }
 
 // fullCheck compares every object and every table of the worker with the
@@ -1076,13 +1104,14 @@ type observation struct {
 func (rs *resetter) observe(ctx context.Context) (*observation, error) {
 	t := rs.t
 	fromLog := t.Dir == "" && t.Binlog != nil
-	obs, err := t.DDL.observeShared(ctx, t.StatusDB, t.Flavor, t.Database, t.Dir != "", !fromLog)
-	if err != nil {
-		return nil, err
+	// The binary log is read on the lease's connection while the table
+	// states are read on the status pool: neither waits for the other.
+	type logRead struct {
+		stmt string
+		end  binlog.Pos
+		err  error
 	}
-	if t.Dir != "" {
-		obs.dir, obs.dirErr = statDir(t.Dir)
-	}
+	var fromLogDone chan logRead
 	if fromLog {
 		var since binlog.Pos
 		if t.Baseline != nil {
@@ -1092,10 +1121,28 @@ func (rs *resetter) observe(ctx context.Context) (*observation, error) {
 		if rs.conn != nil {
 			q = rs.conn
 		}
-		obs.fromLog = true
-		if obs.schemaStmt, obs.binlogEnd, err = t.Binlog.SchemaChangedSince(ctx, q, t.Database, since); err != nil {
-			return nil, err
+		fromLogDone = make(chan logRead, 1)
+		go func() {
+			var r logRead
+			r.stmt, r.end, r.err = t.Binlog.SchemaChangedSince(ctx, q, t.Database, since)
+			fromLogDone <- r
+		}()
+	}
+	obs, err := t.DDL.observeShared(ctx, t.StatusDB, t.Flavor, t.Database, t.Dir != "", !fromLog)
+	if fromLog {
+		r := <-fromLogDone
+		if err == nil && r.err != nil {
+			err = r.err
 		}
+		if err == nil {
+			obs.fromLog, obs.schemaStmt, obs.binlogEnd = true, r.stmt, r.end
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.Dir != "" {
+		obs.dir, obs.dirErr = statDir(t.Dir)
 	}
 	return obs, nil
 }
