@@ -138,11 +138,11 @@ property: deps
 	TESTDBD_PROPERTY_N=$${N:-2500} TESTDBD_PROPERTY_CONCURRENT=$${C:-150} $(GO) test -race -count=1 -timeout 80m \
 		-run 'TestPropertyResetEqualsTemplate|TestPropertyConcurrent' -v ./strategies/ | grep -v '^\s*testenv.go'
 
-## bench: the benchmark (about 5 minutes on 2 cores): baselines and testdbd side
+## bench: the benchmark (about 5 minutes on 2 cores, after the images): baselines and testdbd side
 ## by side; writes docs/benchmarks.json (raw samples), docs/benchmarks.md and
 ## docs/benchmarks-reset.svg. `go run ./cmd/bench --quick` is the one-minute check.
 .PHONY: bench
-bench: deps
+bench: deps images
 	$(GO) run ./cmd/bench --out docs $(BENCH_ARGS)
 
 ## k8s-up: build (once, into .tools/k8s) and start a single-node Kubernetes

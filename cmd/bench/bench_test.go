@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/testdbd/testdbd/instance/native"
+	"github.com/testdbd/testdbd/internal/testenv"
 )
 
 // TestQuickRun runs `bench --quick` end to end, as a process built without
@@ -37,7 +38,12 @@ func TestQuickRun(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bench, "--quick", "--testdbd", daemon, "--out", out)
+	args := []string{"--quick", "--testdbd", daemon, "--out", out}
+	if ok, reason := testenv.DockerAvailable(); !ok {
+		t.Logf("the engines phase is left out: %s", reason)
+		args = append(args, "--engines", "none")
+	}
+	cmd := exec.CommandContext(ctx, bench, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
@@ -114,6 +120,20 @@ func TestQuickRun(t *testing.T) {
 	}
 	if len(r.ConcurrentCPU) != 2 || r.ConcurrentCPU[1].Mode != "together" || !(r.ConcurrentCPU[1].ServerCPUMs > 0 && r.ConcurrentCPU[1].DaemonCPUMs > 0) {
 		t.Errorf("CPU time of the concurrent phase: %+v", r.ConcurrentCPU)
+	}
+	// Every engine: each variant, its floor and its essentials, on the
+	// engine's own server, with the daemon's phases read back.
+	for _, e := range r.Plan.Engines {
+		for _, v := range leaseVariants {
+			for _, name := range []string{v, floorOf[v], essentialsOf[v]} {
+				if resetSummary(r.EngineResets, name+"@"+e.ID).N == 0 {
+					t.Errorf("no samples of %s on %s", name, e.ID)
+				}
+			}
+		}
+		if i := slices.IndexFunc(r.EngineServers, func(s EngineServer) bool { return s.ID == e.ID }); i < 0 || r.EngineServers[i].Version == "" {
+			t.Errorf("engine servers %+v: none of %s", r.EngineServers, e.ID)
+		}
 	}
 	if len(r.Cache) != 1+r.Plan.CacheRestores || r.Cache[0].Source != "migrations" || r.Cache[1].Source != "cache" ||
 		r.Cache[1].Build.MigrateMs != 0 || r.Cache[1].Tables != r.Cache[0].Tables {

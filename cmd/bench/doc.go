@@ -22,12 +22,16 @@
 //     floor (floor.go: the server's own restore of the dirtied tables, one
 //     round trip) and the least any exact reset through REST does (the
 //     floor after a REST round trip and one read of the table state), so
-//     that a bar below that least is reported as not reachable here.
+//     that a bar below that least is reported as not reachable here;
+//   - the same resets, floors and least beside each other on every engine
+//     the project runs in Docker containers (engines.go: MariaDB 10.11 and
+//     11.8, MySQL 9.7, from the images `make images` builds; --engines
+//     picks some), each on a daemon of its own.
 //
 // It writes the raw samples to benchmarks.json and the report computed from
 // them to benchmarks.md with a chart, benchmarks-reset.svg.
 //
-//	go run ./cmd/bench [--quick] [--out DIR]      run, write DIR/benchmarks.{json,md} and the chart
+//	go run ./cmd/bench [--quick] [--out DIR] [--engines LIST]   run, write DIR/benchmarks.{json,md} and the chart
 //	go run ./cmd/bench report [-w] FILE.json     recompute the report from the raw samples
 //
 // It is a client of the daemon like any test suite: it starts `testdbd

@@ -4,13 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/testdbd/testdbd/client"
+	"github.com/testdbd/testdbd/instance/serverimage"
 	"github.com/testdbd/testdbd/internal/workload"
 	"github.com/testdbd/testdbd/schema"
 )
@@ -109,20 +114,20 @@ func newFloorVariants(ctx context.Context, d *daemon, template, suffix string, p
 	if err != nil {
 		return nil, err
 	}
-	var datadir string
-	var p procs
-	for _, in := range insts {
-		if in.ID == t.InstanceID {
-			datadir, p.server = in.Datadir, int(in.Pid)
+	var inst *client.Instance
+	for i := range insts {
+		if insts[i].ID == t.InstanceID {
+			inst = &insts[i]
 		}
 	}
-	if datadir == "" {
+	if inst == nil {
 		return nil, fmt.Errorf("the instance %s of template %s is not listed", t.InstanceID, template)
 	}
-	// The native provider's server: root logs in on its Unix socket, which
-	// lies beside the datadir.
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr, cfg.DBName = "root", "unix", filepath.Join(filepath.Dir(datadir), "mysqld.sock"), ""
+	p := procs{server: int(inst.Pid)}
+	cfg, err := adminConfig(ctx, *inst)
+	if err != nil {
+		return nil, err
+	}
 	cfg.MultiStatements, cfg.InterpolateParams = true, true
 	// As the daemon's own sessions: the floor's restores stay out of the
 	// binary log.
@@ -199,6 +204,32 @@ func newFloorVariants(ctx context.Context, d *daemon, template, suffix string, p
 		}
 	}
 	return vs, nil
+}
+
+// adminConfig is how the benchmark logs in to a daemon's server with every
+// privilege. The native provider's server: root on its Unix socket, which
+// lies beside the datadir. A Docker container's: testdbd's admin account
+// over the published port, with the password the container's init file
+// holds, which the host's Docker users may read.
+func adminConfig(ctx context.Context, in client.Instance) (*mysql.Config, error) {
+	cfg := mysql.NewConfig()
+	switch in.Provider {
+	case "native":
+		cfg.User, cfg.Net, cfg.Addr = "root", "unix", filepath.Join(filepath.Dir(in.Datadir), "mysqld.sock")
+	case "docker":
+		out, err := exec.CommandContext(ctx, "docker", "exec", in.ContainerID, "cat", serverimage.InitFile).Output()
+		if err != nil {
+			return nil, fmt.Errorf("read the admin password of container %s: docker exec: %w", in.ContainerID, err)
+		}
+		pw, ok := serverimage.AdminPassword(string(out))
+		if !ok {
+			return nil, fmt.Errorf("container %s: %s names no password of %s", in.ContainerID, serverimage.InitFile, serverimage.AdminUser)
+		}
+		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = serverimage.AdminUser, pw, "tcp", net.JoinHostPort(in.Host, strconv.Itoa(int(in.Port)))
+	default:
+		return nil, fmt.Errorf("instance %s: the benchmark cannot log in to a server of provider %q", in.ID, in.Provider)
+	}
+	return cfg, nil
 }
 
 // copyDatabase makes dst a copy of src's tables: their definitions (with

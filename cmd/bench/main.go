@@ -20,7 +20,7 @@ import (
 const usage = `bench: testdbd's benchmark.
 
 Usage:
-  bench [--quick] [--out DIR] [--testdbd BIN] [--disk-dir DIR]
+  bench [--quick] [--out DIR] [--testdbd BIN] [--disk-dir DIR] [--engines LIST]
         run the benchmark; write DIR/benchmarks.json (raw samples),
         DIR/benchmarks.md (the report) and DIR/benchmarks-reset.svg (the chart)
   bench report [-w] FILE.json
@@ -59,6 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "cmd/bench/out", "directory for the results, the report and the chart")
 	bin := fs.String("testdbd", "", "the daemon binary to measure; empty builds ./cmd/testdbd into a temporary directory")
 	diskDir := fs.String("disk-dir", "/var/tmp", "a directory on disk (not tmpfs) for the disk-backed baseline's datadir")
+	engines := fs.String("engines", "", "the engines phase's engines, comma-separated ("+engineIDs()+"), or none; empty: all (--quick: mysql-9.7)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -72,9 +73,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *quick {
 		plan = quickPlan()
 	}
+	if *engines != "" {
+		var err error
+		if plan.Engines, err = selectEngines(*engines); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 2
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	limit := 20 * time.Minute
+	limit := 30 * time.Minute
 	if *quick {
 		limit = 5 * time.Minute
 	}

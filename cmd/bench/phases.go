@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/testdbd/testdbd/client"
+	"github.com/testdbd/testdbd/instance/docker"
 	"github.com/testdbd/testdbd/instance/native"
 	"github.com/testdbd/testdbd/internal/workload"
 	"github.com/testdbd/testdbd/migrations"
@@ -38,7 +39,10 @@ type bench struct {
 	mu        sync.Mutex
 	daemons   []*daemon
 	baselines []*baseServer
-	startPIDs map[int]bool // servers running before the run (not ours)
+	// usedDocker: a daemon of the run served containers (cleanup looks
+	// for any left).
+	usedDocker bool
+	startPIDs  map[int]bool // servers running before the run (not ours)
 }
 
 // The main template, the standard workload at plan.Tables.
@@ -124,6 +128,7 @@ func (b *bench) run(ctx context.Context) error {
 	b.stopDaemon(pool)
 	failed(phaseConcurrent, b.concurrentPhase(ctx))
 	failed(phaseScale, b.scalePhase(ctx))
+	b.enginesPhase(ctx, failed)
 	failed(phaseBigRows, b.bigRowsPhase(ctx))
 	failed(phaseCache, b.cachePhase(ctx))
 	if ctx.Err() != nil {
@@ -145,6 +150,7 @@ const (
 	phaseBigRows    = "big tables"
 	phaseCache      = "template cache"
 	phaseConcurrent = "concurrent"
+	phaseEngines    = "engines"
 )
 
 // saveStats keeps a daemon's GET /v1/stats.
@@ -260,12 +266,35 @@ func (b *bench) cleanup() {
 			owned = append(owned, s.diskRoot)
 		}
 	}
+	if b.usedDocker && b.tmp != "" {
+		b.removeContainers()
+	}
 	for pid := range serverPIDs() {
 		cmdline := readFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		for _, path := range owned {
 			if path != "" && strings.Contains(cmdline, path+"/") {
 				b.progress("warning: server process %d of the run is still running", pid)
 			}
+		}
+	}
+}
+
+// removeContainers removes the containers of the run's daemons that are
+// left (a daemon that was killed leaves its containers behind), saying so.
+func (b *bench) removeContainers() {
+	out, err := exec.Command("docker", "ps", "-a", "--format", `{{.ID}} {{.Label "`+docker.LabelStateDir+`"}}`).Output()
+	if err != nil {
+		b.progress("warning: docker ps: %v; containers of the run may be left (label %s under %s)", err, docker.LabelStateDir, b.tmp)
+		return
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		id, dir, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(dir, b.tmp+"/") {
+			continue
+		}
+		b.progress("warning: container %s of the run was left (state directory %s); removing it", id, dir)
+		if out, err := exec.Command("docker", "rm", "-f", "-v", id).CombinedOutput(); err != nil {
+			b.progress("warning: docker rm %s: %v: %s", id, err, out)
 		}
 	}
 }
@@ -410,9 +439,14 @@ func (b *bench) poolDaemon(ctx context.Context, name string, pool int) (*daemon,
 // pool of exactly pool worker databases, records the build and waits until
 // the databases are ready.
 func (b *bench) templateDaemon(ctx context.Context, name, template string, tables, pool int, extra ...client.MigrationFile) (*daemon, error) {
+	return b.templateDaemonWith(ctx, name, nil, template, tables, pool, extra...)
+}
+
+// templateDaemonWith is templateDaemon with more daemon flags (args).
+func (b *bench) templateDaemonWith(ctx context.Context, name string, args []string, template string, tables, pool int, extra ...client.MigrationFile) (*daemon, error) {
 	n := strconv.Itoa(pool)
-	d, err := b.startDaemon(ctx, name, "--warm", "1", "--max-instances", "1",
-		"--pool-size", n, "--max-databases", n, "--max-databases-per-instance", n)
+	d, err := b.startDaemon(ctx, name, append([]string{"--warm", "1", "--max-instances", "1",
+		"--pool-size", n, "--max-databases", n, "--max-databases-per-instance", n}, args...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,15 @@ type Plan struct {
 	ConcurrentRounds      int     `json:"concurrent_rounds"`
 	DDLShare              float64 `json:"ddl_share"`
 
+	// Engines: the reset latency phase's testdbd variants and their floors
+	// on each of these engines, each on a daemon of its own serving it in
+	// Docker containers (--provider docker --image), interleaved in
+	// EngineBatches batches of Warmup untimed and EnginePerBatch timed
+	// samples per variant.
+	Engines        []EngineImage `json:"engines,omitempty"`
+	EngineBatches  int           `json:"engine_batches,omitempty"`
+	EnginePerBatch int           `json:"engine_per_batch,omitempty"`
+
 	// ResetPool is the pool of the daemon the reset latency and the suite
 	// run on: as many worker databases as the suite's parallel workers.
 	ResetPool int `json:"reset_pool"`
@@ -81,6 +90,7 @@ func fullPlan() Plan {
 		SuiteTests: 160, SuiteWorkers: []int{1, 8}, SuiteReps: 3,
 		CacheMigrations: 300, CacheRestores: 3,
 		ConcurrentPerStrategy: 4, ConcurrentRounds: 40, DDLShare: 0.05,
+		Engines: dockerEngines, EngineBatches: 6, EnginePerBatch: 8,
 		ResetPool: 8, PoolSize: 40,
 	}
 }
@@ -97,6 +107,22 @@ func quickPlan() Plan {
 		SuiteTests: 16, SuiteWorkers: []int{1, 4}, SuiteReps: 1,
 		CacheMigrations: 30, CacheRestores: 1,
 		ConcurrentPerStrategy: 2, ConcurrentRounds: 5, DDLShare: 0.05,
+		Engines: dockerEngines[2:], EngineBatches: 2, EnginePerBatch: 2,
 		ResetPool: 8, PoolSize: 40,
 	}
+}
+
+// EngineImage is an engine the engines phase measures: the server image a
+// daemon serves it from, and the name the report gives it.
+type EngineImage struct {
+	ID    string `json:"id"`
+	Image string `json:"image"`
+}
+
+// dockerEngines are the server images `make images` builds, MySQL last
+// (the quick plan measures it alone).
+var dockerEngines = []EngineImage{
+	{"mariadb-10.11", "testdbd/mariadb:10.11-local"},
+	{"mariadb-11.8", "testdbd/mariadb:11.8-local"},
+	{"mysql-9.7", "testdbd/mysql:9.7-local"},
 }

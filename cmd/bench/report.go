@@ -72,6 +72,7 @@ func renderMarkdown(r *Results) string {
 	renderThroughput(&w, r)
 	renderColdStart(&w, r)
 	renderScale(&w, r)
+	renderEngines(&w, r)
 	renderBigRows(&w, r)
 	renderConcurrent(&w, r)
 	renderCache(&w, r)
@@ -623,6 +624,70 @@ func renderScale(w *strings.Builder, r *Results) {
 	fmt.Fprintf(w, "\n")
 }
 
+// otherEngines says which engines besides the host's server the run
+// measured, and where.
+func otherEngines(pl Plan) string {
+	if len(pl.Engines) == 0 {
+		return "no other engine was measured (MySQL 8 is not installable here)"
+	}
+	var ids []string
+	for _, e := range pl.Engines {
+		ids = append(ids, e.ID)
+	}
+	return "the other engines (" + strings.Join(ids, ", ") + ") appear in the engines phase only, in containers; MySQL 8 was not measured " +
+		"(not installable here)"
+}
+
+// renderEngines is the engines phase: each engine's resets over their
+// floors, and where the daemon's time goes.
+func renderEngines(w *strings.Builder, r *Results) {
+	if len(r.Plan.Engines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "## Reset latency on every engine, in Docker containers\n\n")
+	fmt.Fprintf(w, "The reset latency phase's testdbd variants and their floors, on the same %d-table template served by each engine "+
+		"in a Docker container (datadir on tmpfs), each on a daemon of its own whose server holds the template, %d worker databases "+
+		"(one lease per variant) and the benchmark's copy of the template, one engine after the other; within an engine the variants "+
+		"are interleaved in %d batches of %d. The benchmark and the daemon reach the server over the container's published port on "+
+		"loopback, where the reset latency phase above uses the host's server on a Unix socket. Client-observed milliseconds; "+
+		"\"over the floor\" is the variant's p50 over its floor's, from the same engine's run.\n\n",
+		r.Plan.Tables, len(leaseVariants), r.Plan.EngineBatches, r.Plan.EnginePerBatch)
+	fmt.Fprintf(w, "| engine | variant | n | p50 | p99 | floor p50 | over the floor | the least (floor%s) p50 | over the floor | its read p50: TABLESTATS / TABLES |\n", essentialsSuffix)
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, e := range r.Plan.Engines {
+		label := e.ID
+		for _, srv := range r.EngineServers {
+			if srv.ID == e.ID {
+				label = e.ID + " (" + srv.Version + ")"
+			}
+		}
+		for _, v := range leaseVariants {
+			s := resetSummary(r.EngineResets, v+"@"+e.ID)
+			if s.N == 0 {
+				continue
+			}
+			f := resetSummary(r.EngineResets, floorOf[v]+"@"+e.ID)
+			l := resetSummary(r.EngineResets, essentialsOf[v]+"@"+e.ID)
+			stats := "–" // MySQL has no INNODB_SYS_TABLESTATS
+			if x := phaseMedian(r.EngineResets, essentialsOf[v]+"@"+e.ID, 1); x > 0 {
+				stats = fmtMs(x)
+			}
+			fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s / %s |\n", label, v, s.N, fmtMs(s.P50), fmtMs(s.P99),
+				fmtMs(f.P50), fmtX(s.P50/f.P50), fmtMs(l.P50), fmtX(l.P50/f.P50), stats, fmtMs(phaseMedian(r.EngineResets, essentialsOf[v]+"@"+e.ID, 3)))
+		}
+	}
+	fmt.Fprintf(w, "\n\"The least\" is the \"…%s\" variant on the engine's own server: the sum of %s, and the floor's restore.\n", essentialsSuffix, essentialsWhat)
+	fmt.Fprintf(w, "\nThe daemon's own timing of the same resets (as in the reset latency phase):\n\n")
+	fmt.Fprintf(w, "| variant | total_ms p50 | p99 | max | sessions | detect | verify | restore | schema | HTTP | fallbacks |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, e := range r.Plan.Engines {
+		for _, v := range leaseVariants {
+			renderServerRow(w, r.EngineResets, v+"@"+e.ID)
+		}
+	}
+	fmt.Fprintf(w, "\n")
+}
+
 func suiteMedian(runs []SuiteRun, variant string, workers int) float64 {
 	var xs []float64
 	for _, s := range runs {
@@ -742,12 +807,18 @@ func renderProtocol(w *strings.Builder, r *Results) {
 		"with a pool of %d (`--max-databases %d`, so that %d clients find ready databases): %d databases. The scale "+
 		"phase's servers hold %d each.\n", pl.ResetPool, pl.ResetPool, pl.ResetPool, pl.ResetPool+2, pl.Tables+1,
 		pl.PoolSize, pl.PoolSize, maxInt(pl.AcquireLevels), pl.PoolSize+1, scaleCopies)
+	if len(pl.Engines) > 0 {
+		fmt.Fprintf(w, "- **Engines.** The engines phase runs, for each engine, a daemon started with `--provider docker --image <image>` "+
+			"(`--warm 1 --max-instances 1`, a pool of %d), one engine at a time; %d batches × %d timed pairs per variant after the "+
+			"same warm-up. Its floors are the same SQL on a copy of the template on that engine's server, issued by the benchmark "+
+			"over the container's published port as testdbd's admin account.\n", len(leaseVariants), pl.EngineBatches, pl.EnginePerBatch)
+	}
 	fmt.Fprintf(w, "- **Noise.** The machine has %d cores and is shared (%d other database servers were running); the client, "+
 		"the daemon and its server share the cores. Read medians and maxima together, and ratios rather than absolute numbers.\n",
 		r.Machine.Cores, r.Machine.OtherServers)
 	fmt.Fprintf(w, "- **What this does not show.** The disk here is a virtual disk whose fsync costs %s ms (the field report's "+
-		"cost 8.8 ms), so the disk-backed baseline is far cheaper than the field's 35-minute suite; MySQL 8 was not measured "+
-		"(not installable here); the suite's tests are synthetic and do nothing but write.\n", fmtMs(r.Machine.DiskFsyncMs))
+		"cost 8.8 ms), so the disk-backed baseline is far cheaper than the field's 35-minute suite; %s; "+
+		"the suite's tests are synthetic and do nothing but write.\n", fmtMs(r.Machine.DiskFsyncMs), otherEngines(pl))
 	fmt.Fprintf(w, "- **Recompute**: `go run ./cmd/bench report docs/benchmarks.json` prints this report from the raw samples; "+
 		"`-w` rewrites benchmarks.md and %s next to the JSON. Rerun: `make bench` (the full run, written to docs/) or "+
 		"`go run ./cmd/bench --quick` (under a minute, written to cmd/bench/out/).\n", chartFile)

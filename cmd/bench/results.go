@@ -36,6 +36,11 @@ type Results struct {
 	Resets []ResetSample `json:"resets"`
 	// Scale are reset samples at 100 and 1,000 tables with the same test.
 	Scale []ResetSample `json:"scale"`
+	// EngineResets are the engines phase's reset samples, each variant's
+	// name ending with " @" and the engine's ID; EngineServers are the
+	// servers they ran on.
+	EngineResets  []ResetSample  `json:"engine_resets,omitempty"`
+	EngineServers []EngineServer `json:"engine_servers,omitempty"`
 	// BigRows are reset samples after adding rows to two big tables or to
 	// two small ones (the big-tables phase).
 	BigRows []ResetSample `json:"big_rows"`
@@ -90,6 +95,14 @@ type ServerInfo struct {
 	Datadir  string            `json:"datadir"`
 	OnTmpfs  bool              `json:"on_tmpfs"`
 	Settings map[string]string `json:"settings"` // read back with SELECT @@GLOBAL.x
+}
+
+// EngineServer is the server of one engine of the engines phase.
+type EngineServer struct {
+	ID      string `json:"id"`
+	Image   string `json:"image"`
+	Version string `json:"version"` // SELECT VERSION()
+	OnTmpfs bool   `json:"on_tmpfs"`
 }
 
 // TemplateBuild is one template a daemon built.

@@ -151,11 +151,12 @@ type leaseVariant struct {
 }
 
 func newLeaseVariant(ctx context.Context, label string, d *daemon, template, worker string) (*leaseVariant, error) {
-	strategy, ok := strategyName[strings.SplitN(label, "@", 2)[0]]
+	base := strings.SplitN(label, "@", 2)[0]
+	strategy, ok := strategyName[base]
 	if !ok {
 		return nil, fmt.Errorf("variant %q names no strategy (%q before an @)", label, "testdbd <strategy>")
 	}
-	l, err := d.acquireKeep(ctx, template, strategy, worker, label == vSnapshotKeep)
+	l, err := d.acquireKeep(ctx, template, strategy, worker, base == vSnapshotKeep)
 	if err != nil {
 		return nil, err
 	}

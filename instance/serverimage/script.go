@@ -29,6 +29,13 @@ const ServerUser = "mysql"
 // a random password and every privilege WITH GRANT OPTION.
 const AdminUser = "testdbd_admin"
 
+// InitFile is where the start script writes InitSQL inside the container
+// (readable by the container's root and ServerUser only): the server runs
+// it at every start. Whoever may exec in the container as root, as the
+// host's Docker users may, can read the admin password there
+// (AdminPassword).
+const InitFile = "/run/testdbd/init.sql"
+
 // Args are the server arguments a provider passes after the start script:
 // the port and address to listen on, the caller's arguments, then the
 // hardening every server gets.
@@ -99,11 +106,11 @@ fi
 mkdir -p /run/testdbd
 chown "$user" /run/testdbd
 chmod 0700 /run/testdbd
-(umask 077; printf '%s\n' "$TESTDBD_INIT_SQL" >/run/testdbd/init.sql)
-chown "$user" /run/testdbd/init.sql
+(umask 077; printf '%s\n' "$TESTDBD_INIT_SQL" >` + InitFile + `)
+chown "$user" ` + InitFile + `
 unset TESTDBD_INIT_SQL
 exec "$server" --no-defaults --user="$user" --datadir="$datadir" --tmpdir=` + TmpDir + ` --socket=/run/testdbd/mysqld.sock \
-  --pid-file=/run/testdbd/mysqld.pid --init-file=/run/testdbd/init.sql "$@"
+  --pid-file=/run/testdbd/mysqld.pid --init-file=` + InitFile + ` "$@"
 `
 }
 
@@ -133,3 +140,17 @@ const VersionScript = `for b in mariadbd mysqld; do
 done
 echo "testdbd: neither mariadbd nor mysqld is in the image's PATH" >&2
 exit 127`
+
+// AdminPassword returns the admin password InitSQL put in initSQL (the
+// content of InitFile), false when it holds none.
+func AdminPassword(initSQL string) (string, bool) {
+	prefix := fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '", AdminUser)
+	for _, line := range strings.Split(initSQL, "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			if pw, ok := strings.CutSuffix(rest, "';"); ok && pw != "" {
+				return pw, true
+			}
+		}
+	}
+	return "", false
+}

@@ -57,6 +57,13 @@ func TestInitSQL(t *testing.T) {
 		if got := strings.Contains(sql, "REVOKE SYSTEM_USER"); got != (flavor == testdbd.MySQL) {
 			t.Errorf("%s: SYSTEM_USER revoked = %v: %s", flavor, got, sql)
 		}
+		// The start script writes it with a newline at the end.
+		if pw, ok := serverimage.AdminPassword(sql + "\n"); !ok || pw != "0123abcd" {
+			t.Errorf("%s: AdminPassword = %q, %v", flavor, pw, ok)
+		}
+	}
+	if pw, ok := serverimage.AdminPassword("CREATE USER 'other'@'%' IDENTIFIED BY 'x';\n"); ok {
+		t.Errorf("AdminPassword of another account's statement = %q", pw)
 	}
 }
 
