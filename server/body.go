@@ -128,7 +128,14 @@ func (b *bodyReader) read(w http.ResponseWriter, r *http.Request, large func() b
 	if r.ContentLength > 0 {
 		buf.Grow(int(r.ContentLength))
 	}
-	chunk := make([]byte, 32<<10)
+	// Most bodies are small and say their length: a chunk of that size
+	// (and a byte more, for the end) instead of 32 KiB allocated and
+	// cleared for every request.
+	size := 32 << 10
+	if r.ContentLength > 0 && r.ContentLength < int64(size) {
+		size = int(r.ContentLength) + 1
+	}
+	chunk := make([]byte, size)
 	for {
 		if deadlines && rc.SetReadDeadline(time.Now().Add(b.idle)) != nil {
 			deadlines = false // a connection without deadlines (e.g. a test's recorder)
