@@ -80,11 +80,11 @@ func literal(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(s) + "'"
 }
 
-// StatsDifferSQL returns a query of the statistics rows' table names (as the
+// statsDifferSQL returns a query of the statistics rows' table names (as the
 // servers store them: filename-encoded, per partition) among tables of
 // database target whose statistics are not the template's: a table or
 // index figure that differs, or a row the template lacks.
-func (s *Schema) StatsDifferSQL(target string, tables []*Table) string {
+func (s *Schema) statsDifferSQL(target string, tables []*Table) string {
 	tgt, src := literal(target), literal(s.Database)
 	return "SELECT table_name FROM (" +
 		"SELECT w.table_name FROM mysql.innodb_table_stats w LEFT JOIN mysql.innodb_table_stats t " +
@@ -111,7 +111,7 @@ func (s *Schema) StatsSettleSQL(target string, tables []*Table) string {
 	base := "SUBSTRING_INDEX(SUBSTRING_INDEX(table_name, '#P#', 1), '#p#', 1)"
 	var b strings.Builder
 	b.WriteString("SET SESSION group_concat_max_len = 67108864;\n")
-	fmt.Fprintf(&b, "SET %s = (SELECT GROUP_CONCAT(DISTINCT %s) FROM (%s) d);\n", v, base, s.StatsDifferSQL(target, tables))
+	fmt.Fprintf(&b, "SET %s = (SELECT GROUP_CONCAT(DISTINCT %s) FROM (%s) d);\n", v, base, s.statsDifferSQL(target, tables))
 	for _, t := range []string{"innodb_table_stats", "innodb_index_stats"} {
 		fmt.Fprintf(&b, "UPDATE mysql.%s SET last_update = '%s' WHERE database_name = %s AND %s AND NOT FIND_IN_SET(%s, COALESCE(%s, ''));\n",
 			t, StatsSentinel, tgt, in, base, v)

@@ -36,23 +36,14 @@ func (b *bench) engineRun(ctx context.Context, e EngineImage) error {
 		return err
 	}
 	defer b.stopDaemon(d)
-	b.usedDocker = true
-	t, err := d.api.GetTemplate(ctx, mainTemplate)
+	_, in, err := templateInstance(ctx, d, mainTemplate)
 	if err != nil {
 		return err
 	}
-	insts, err := d.api.ListInstances(ctx)
-	if err != nil {
-		return err
+	if !in.DatadirOnTmpfs {
+		return fmt.Errorf("the %s server's datadir %s is not on tmpfs", e.ID, in.Datadir)
 	}
-	for _, in := range insts {
-		if in.ID == t.InstanceID {
-			if !in.DatadirOnTmpfs {
-				return fmt.Errorf("the %s server's datadir %s is not on tmpfs", e.ID, in.Datadir)
-			}
-			b.res.EngineServers = append(b.res.EngineServers, EngineServer{ID: e.ID, Image: e.Image, Version: in.Version, OnTmpfs: in.DatadirOnTmpfs})
-		}
-	}
+	b.res.EngineServers = append(b.res.EngineServers, EngineServer{ID: e.ID, Image: e.Image, Version: in.Version, OnTmpfs: in.DatadirOnTmpfs})
 	suffix := "@" + e.ID
 	var vs []variant
 	defer func() {
@@ -81,10 +72,10 @@ func (b *bench) engineRun(ctx context.Context, e EngineImage) error {
 	return err
 }
 
-// engineIDs lists the engines the engines phase knows.
-func engineIDs() string {
+// engineIDs lists the IDs of engines.
+func engineIDs(engines []EngineImage) string {
 	var ids []string
-	for _, e := range dockerEngines {
+	for _, e := range engines {
 		ids = append(ids, e.ID)
 	}
 	return strings.Join(ids, ", ")
@@ -101,7 +92,7 @@ func selectEngines(list string) ([]EngineImage, error) {
 		id = strings.TrimSpace(id)
 		i := slices.IndexFunc(dockerEngines, func(e EngineImage) bool { return e.ID == id })
 		if i < 0 {
-			return nil, fmt.Errorf("--engines names %q: use some of %s, or none", id, engineIDs())
+			return nil, fmt.Errorf("--engines names %q: use some of %s, or none", id, engineIDs(dockerEngines))
 		}
 		if !slices.Contains(out, dockerEngines[i]) {
 			out = append(out, dockerEngines[i])

@@ -106,25 +106,12 @@ var (
 // keys, and on it the floor variants of the strategy variants in plain and
 // the essentials variants of those in essentials; suffix ends their names.
 func newFloorVariants(ctx context.Context, d *daemon, template, suffix string, plain, essentials []string) (_ []variant, err error) {
-	t, err := d.api.GetTemplate(ctx, template)
+	t, inst, err := templateInstance(ctx, d, template)
 	if err != nil {
 		return nil, err
-	}
-	insts, err := d.api.ListInstances(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var inst *client.Instance
-	for i := range insts {
-		if insts[i].ID == t.InstanceID {
-			inst = &insts[i]
-		}
-	}
-	if inst == nil {
-		return nil, fmt.Errorf("the instance %s of template %s is not listed", t.InstanceID, template)
 	}
 	p := procs{server: int(inst.Pid)}
-	cfg, err := adminConfig(ctx, *inst)
+	cfg, err := adminConfig(ctx, inst)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +191,24 @@ func newFloorVariants(ctx context.Context, d *daemon, template, suffix string, p
 		}
 	}
 	return vs, nil
+}
+
+// templateInstance returns template and the instance of d that holds it.
+func templateInstance(ctx context.Context, d *daemon, template string) (*client.Template, client.Instance, error) {
+	t, err := d.api.GetTemplate(ctx, template)
+	if err != nil {
+		return nil, client.Instance{}, err
+	}
+	insts, err := d.api.ListInstances(ctx)
+	if err != nil {
+		return nil, client.Instance{}, err
+	}
+	for _, in := range insts {
+		if in.ID == t.InstanceID {
+			return t, in, nil
+		}
+	}
+	return nil, client.Instance{}, fmt.Errorf("the instance %s of template %s is not listed", t.InstanceID, template)
 }
 
 // adminConfig is how the benchmark logs in to a daemon's server with every

@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "cmd/bench/out", "directory for the results, the report and the chart")
 	bin := fs.String("testdbd", "", "the daemon binary to measure; empty builds ./cmd/testdbd into a temporary directory")
 	diskDir := fs.String("disk-dir", "/var/tmp", "a directory on disk (not tmpfs) for the disk-backed baseline's datadir")
-	engines := fs.String("engines", "", "the engines phase's engines, comma-separated ("+engineIDs()+"), or none; empty: all (--quick: mysql-9.7)")
+	engines := fs.String("engines", "", "the engines phase's engines, comma-separated ("+engineIDs(dockerEngines)+"), or none; empty: all (--quick: mysql-9.7)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

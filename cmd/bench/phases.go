@@ -39,10 +39,7 @@ type bench struct {
 	mu        sync.Mutex
 	daemons   []*daemon
 	baselines []*baseServer
-	// usedDocker: a daemon of the run served containers (cleanup looks
-	// for any left).
-	usedDocker bool
-	startPIDs  map[int]bool // servers running before the run (not ours)
+	startPIDs map[int]bool // servers running before the run (not ours)
 }
 
 // The main template, the standard workload at plan.Tables.
@@ -266,7 +263,7 @@ func (b *bench) cleanup() {
 			owned = append(owned, s.diskRoot)
 		}
 	}
-	if b.usedDocker && b.tmp != "" {
+	if len(b.plan.Engines) > 0 && b.tmp != "" { // the engines phase's daemons serve containers
 		b.removeContainers()
 	}
 	for pid := range serverPIDs() {

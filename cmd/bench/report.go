@@ -630,11 +630,7 @@ func otherEngines(pl Plan) string {
 	if len(pl.Engines) == 0 {
 		return "no other engine was measured (MySQL 8 is not installable here)"
 	}
-	var ids []string
-	for _, e := range pl.Engines {
-		ids = append(ids, e.ID)
-	}
-	return "the other engines (" + strings.Join(ids, ", ") + ") appear in the engines phase only, in containers; MySQL 8 was not measured " +
+	return "the other engines (" + engineIDs(pl.Engines) + ") appear in the engines phase only, in containers; MySQL 8 was not measured " +
 		"(not installable here)"
 }
 
