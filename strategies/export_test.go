@@ -22,9 +22,9 @@ func BreakDelta(broken bool) { brokenDelta = broken }
 func BreakXA(broken bool) { brokenXA = broken }
 
 // BreakUpdateTime makes resets take a table whose UPDATE_TIME is the
-// baseline's own second for one nothing was committed to (false restores
-// it), to prove that the property test fails when the one-second
-// resolution is ignored.
+// baseline's own second, or the one before, for one nothing was committed
+// to (false restores it), to prove that the property test fails when the
+// one-second resolution is ignored.
 func BreakUpdateTime(broken bool) { brokenUpdateTime = broken }
 
 // UncommittedTables is how many tables resets have found rolled back by

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/internal/dbcompare"
+	"github.com/testdbd/testdbd/strategies"
 )
 
 // relevance returns what a search of the articles' FULLTEXT index gives in
@@ -338,5 +340,77 @@ func TestDeltaRestore(t *testing.T) {
 				t.Errorf("%s: the reset after restored %v again", c.name, restored)
 			}
 		}
+	})
+}
+
+// TestCommitStampedBeforeTheBaseline: InnoDB stamps UPDATE_TIME from the
+// kernel's coarse clock, which lags the clock UNIX_TIMESTAMP() reads by up
+// to a timer tick, so a write committed right after a baseline read in
+// second S can be stamped S-1. On MySQL that stamp is what detection
+// compares (the table was last written in S-1 before the baseline too); on
+// MariaDB the rollback strategy takes a table whose stamp is before the
+// baseline's second for one nothing was committed to. Each try writes a
+// table in the middle of a second, reads a baseline just after the next
+// second starts, and commits again at once; every reset must come out
+// equal to the template. The test goes on until the lag has shown in a
+// few tries (it skips where the kernel never showed it).
+func TestCommitStampedBeforeTheBaseline(t *testing.T) {
+	const want, tries = 2, 12
+	forEachStrategy(t, func(t *testing.T, f *fixture, s testdbd.Strategy) {
+		ctx := context.Background()
+		tg, db := f.worker("w_stamp_"+s.String(), s)
+		if f.srv.Flavor != testdbd.MySQL && tg.Dir == "" {
+			t.Skip("resets here read no UPDATE_TIME (MariaDB's counters, without a watched directory)")
+		}
+		// waitUntil returns at frac past the next whole second: it sleeps
+		// until shortly before and spins the rest, since the lag lasts a
+		// few milliseconds at most.
+		waitUntil := func(frac time.Duration) {
+			now := time.Now()
+			next := now.Truncate(time.Second).Add(frac)
+			if !next.After(now) {
+				next = next.Add(time.Second)
+			}
+			time.Sleep(time.Until(next) - 5*time.Millisecond)
+			for time.Now().Before(next) {
+			}
+		}
+		seen := 0
+		for try := 0; try < tries && seen < want; try++ {
+			// A connection of its own, opened before the timed part (the
+			// reset ends it).
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(500 * time.Millisecond)
+			mustExec(t, conn, fmt.Sprintf("UPDATE tags SET label = 'before %d' WHERE code = 'go'", try))
+			waitUntil(50 * time.Microsecond)
+			base, err := strategies.TakeBaseline(ctx, f.srv.StatusDB, f.srv.Flavor, f.ddl, tg.Database, tg.Dir, tg.Binlog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, conn, fmt.Sprintf("UPDATE tags SET label = 'after %d' WHERE code = 'sql'", try))
+			var stamp sql.NullInt64
+			if err := f.srv.DB.QueryRowContext(ctx, "SELECT UNIX_TIMESTAMP(UPDATE_TIME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'tags'",
+				tg.Database).Scan(&stamp); err != nil {
+				t.Fatal(err)
+			}
+			lagged := stamp.Valid && stamp.Int64 < base.Second
+			if lagged {
+				seen++
+			}
+			tg.Baseline = base
+			rep := f.reset(tg)
+			_ = conn.Close()
+			if d := f.diff(tg.Database); len(d) > 0 {
+				t.Fatalf("try %d (commit stamped %d, baseline's second %d): after the reset:\n%s\nreport: %+v",
+					try, stamp.Int64, base.Second, strings.Join(d, "\n"), rep)
+			}
+		}
+		if seen == 0 {
+			t.Skipf("no commit in %d tries was stamped before its baseline's second: the lag did not show here", tries)
+		}
+		t.Logf("%d commits stamped before their baseline's second, each reset exact", seen)
 	})
 }

@@ -26,7 +26,7 @@ var (
 		"random workloads per strategy in TestPropertyResetEqualsTemplate (make property runs 2500)")
 	propertySeed  = flag.Uint64("property.seed", 0, "seed of the random workloads; 0 picks one (printed)")
 	propertyBreak = flag.String("property.break", "",
-		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it; "delta" restores big tables by deleting the rows above the template's keys whenever their row count went up; "updatetime" trusts an UPDATE_TIME in the baseline's own second; "xa" leaves the XA transactions a workload left prepared alone`)
+		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it; "delta" restores big tables by deleting the rows above the template's keys whenever their row count went up; "updatetime" trusts an UPDATE_TIME in the baseline's own second or the one before; "xa" leaves the XA transactions a workload left prepared alone`)
 )
 
 func envInt(name string, def int) int {

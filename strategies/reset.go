@@ -437,10 +437,11 @@ func (rs *resetter) schemaChangedHere(obs *observation) string {
 // by the previous reset (their counters after a restore are not read, to
 // save a query; their content is checked instead).
 //
-// UPDATE_TIME (MySQL) counts in whole seconds: a table written during the
-// second in which the baseline was read may have been written again later
-// in that second without its UPDATE_TIME moving, so such a table is
-// unsure too. Writes in later seconds move it.
+// UPDATE_TIME (MySQL) counts in whole seconds, and a commit after the
+// baseline may be stamped with the second before the baseline's (see
+// stampLag): a table whose UPDATE_TIME at the baseline was that second or
+// the baseline's own may have been written again without its UPDATE_TIME
+// moving, so such a table is unsure too. Writes in later seconds move it.
 func (rs *resetter) candidates(obs *observation) (changed, unsure []*schema.Table) {
 	for _, tbl := range rs.t.Schema.Tables {
 		base := rs.t.Baseline.Tables[tbl.Name]
@@ -452,7 +453,7 @@ func (rs *resetter) candidates(obs *observation) (changed, unsure []*schema.Tabl
 		case brokenDetector != nil && brokenDetector(tbl.Name):
 		case obs.tables[tbl.Name].moved(base):
 			changed = append(changed, tbl)
-		case base.Updated != 0 && base.Updated >= rs.t.Baseline.Second:
+		case base.Updated != 0 && base.Updated >= rs.t.Baseline.Second-stampLag:
 			unsure = append(unsure, tbl)
 		}
 	}
@@ -606,10 +607,11 @@ func (rs *resetter) rollback(ctx context.Context, candidates, forced, drifted []
 // lease's account locked from before the baseline was read until after it
 // (Target.Dir), every transaction a test ran since started at or after the
 // baseline's second (Baseline.Second, the server's clock when the counters
-// were read), so an UPDATE_TIME before that second proves that none of them
-// committed to the table. One in the same second proves nothing (the
-// resolution is a second), nor does NULL (the table was loaded into InnoDB's
-// cache since, which forgets the time). Only tables whose counters were read
+// were read), and was stamped with that second or, by the coarse clock
+// InnoDB stamps with, the one before (stampLag): an UPDATE_TIME before
+// those two proves that none of them committed to the table. One in
+// either proves nothing (the resolution is a second), nor does NULL (the
+// table was loaded into InnoDB's cache since, which forgets the time). Only tables whose counters were read
 // at the baseline qualify (not one the last reset restored), not partitioned
 // ones (the partitions' times add up), and only on MariaDB: MySQL's
 // UPDATE_TIME is the time of the commit and already its detection signal.
@@ -637,7 +639,7 @@ func (rs *resetter) uncommitted(ctx context.Context, changed []*schema.Table) ([
 		if err := rows.Scan(&name, &updated); err != nil {
 			return err
 		}
-		if updated != 0 && (updated < base.Second || (brokenUpdateTime && updated == base.Second)) {
+		if updated != 0 && (updated < base.Second-stampLag || (brokenUpdateTime && updated <= base.Second)) {
 			quiet[name] = true
 		}
 		return nil
@@ -654,6 +656,15 @@ func (rs *resetter) uncommitted(ctx context.Context, changed []*schema.Table) ([
 	uncommittedTables.Add(int64(len(out)))
 	return out, nil
 }
+
+// stampLag is how many seconds an UPDATE_TIME that InnoDB stamps after a
+// reading of UNIX_TIMESTAMP() can be behind that reading. InnoDB takes the
+// time for it from time() (MariaDB: when the transaction started; MySQL:
+// when it commits), the kernel's coarse clock, which is updated once a
+// timer tick and so lags the clock UNIX_TIMESTAMP() reads by up to a tick
+// (milliseconds): a transaction that starts just after a reading that
+// returned second S can be stamped S-1.
+const stampLag = 1
 
 // uncommittedTables counts the tables uncommitted found, for tests to show
 // that their workloads take that path.
@@ -1068,8 +1079,8 @@ var brokenXA bool
 var brokenDelta bool
 
 // brokenUpdateTime, set only by tests, makes uncommitted trust an
-// UPDATE_TIME in the baseline's own second, to show that the property test
-// catches the one-second resolution ignored.
+// UPDATE_TIME in the baseline's own second or the one before (stampLag), to
+// show that the property test catches the one-second resolution ignored.
 var brokenUpdateTime bool
 
 // brokenDetector, set only by tests, makes the detector ignore the tables
