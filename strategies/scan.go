@@ -2,10 +2,13 @@ package strategies
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,32 +125,43 @@ func (s *scan) run(ctx context.Context, db *sql.DB, flavor testdbd.Flavor) error
 // readRoutineDigests returns, for each of dbs that has any, a digest of its
 // procedures, functions and events as MariaDB stores them (mysql.proc and
 // mysql.event): everything that defines them, so that creating, altering or
-// dropping one changes it.
+// dropping one changes it. The rows are digested here: sorting and hashing
+// them on the server (GROUP_CONCAT … ORDER BY, MD5) cost it three times the
+// CPU time of sending them.
 func readRoutineDigests(ctx context.Context, q queryer, dbs map[string]bool) (map[string]string, error) {
 	list := inList(dbs)
-	rows, err := q.QueryContext(ctx, `SET STATEMENT group_concat_max_len = 1073741824 FOR
-SELECT d, MD5(GROUP_CONCAT(x ORDER BY x SEPARATOR 0x1e)) FROM (
-  SELECT db AS d, CONCAT_WS(0x1f, 'R', type, name, param_list, returns, body, definer, sql_mode, security_type,
-    comment, is_deterministic, sql_data_access, character_set_client, collation_connection, db_collation, aggregate) AS x
+	rows, err := q.QueryContext(ctx, `SELECT db, CONCAT_WS(0x1f, 'R', type, name, param_list, returns, body, definer, sql_mode, security_type,
+    comment, is_deterministic, sql_data_access, character_set_client, collation_connection, db_collation, aggregate)
   FROM mysql.proc WHERE db IN (`+list+`)
   UNION ALL
   SELECT db, CONCAT_WS(0x1f, 'E', name, body, definer, execute_at, interval_value, interval_field, starts, ends, status,
     on_completion, sql_mode, comment, originator, time_zone, character_set_client, collation_connection, db_collation)
-  FROM mysql.event WHERE db IN (`+list+`)
-) o GROUP BY d`)
+  FROM mysql.event WHERE db IN (`+list+`)`)
 	if err != nil {
 		return nil, fmt.Errorf("read routines: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]string{}
+	defs := map[string][]string{}
 	for rows.Next() {
-		var db, digest string
-		if err := rows.Scan(&db, &digest); err != nil {
+		var db, def string
+		if err := rows.Scan(&db, &def); err != nil {
 			return nil, err
 		}
-		out[db] = digest
+		defs[db] = append(defs[db], def)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(defs))
+	for db, d := range defs {
+		slices.Sort(d)
+		h := sha256.New()
+		for _, def := range d {
+			fmt.Fprintf(h, "%d:%s", len(def), def) // length-prefixed: no two lists hash alike
+		}
+		out[db] = hex.EncodeToString(h.Sum(nil))
+	}
+	return out, nil
 }
 
 // readTableStates reads the detection state of the tables of dbs, by
