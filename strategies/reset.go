@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,6 +181,9 @@ type resetter struct {
 	// appended are the tables restored by deleting the rows a test added
 	// (see appendedRows).
 	appended map[string]bool
+	// presums are the checksums, by "db.table", of the tables the last
+	// reset restored, read while detection ran (see observe).
+	presums map[string]int64
 }
 
 func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
@@ -534,15 +538,27 @@ func (rs *resetter) compare(sums map[string]int64, tables []*schema.Table, obs *
 	return differ, rewind
 }
 
+// checksums returns CHECKSUM TABLE of tables by "db.table", taking those
+// read during detection (presums) from there.
 func (rs *resetter) checksums(ctx context.Context, tables []*schema.Table) (map[string]int64, error) {
-	names := make([]string, len(tables))
-	for i, tbl := range tables {
-		names[i] = schema.Quote(rs.t.Database) + "." + schema.Quote(tbl.Name)
+	sums := make(map[string]int64, len(tables))
+	var names []string
+	for _, tbl := range tables {
+		key := rs.t.Database + "." + tbl.Name
+		if sum, ok := rs.presums[key]; ok {
+			sums[key] = sum
+		} else {
+			names = append(names, schema.Quote(rs.t.Database)+"."+schema.Quote(tbl.Name))
+		}
 	}
-	sums, err := schema.Checksums(ctx, rs.conn, "CHECKSUM TABLE "+strings.Join(names, ", "))
+	if len(names) == 0 {
+		return sums, nil
+	}
+	read, err := schema.Checksums(ctx, rs.conn, "CHECKSUM TABLE "+strings.Join(names, ", "))
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
+	maps.Copy(sums, read)
 	return sums, nil
 }
 
@@ -1122,8 +1138,19 @@ func (rs *resetter) observe(ctx context.Context) (*observation, error) {
 		end  binlog.Pos
 		err  error
 	}
-	var fromLogDone chan logRead
-	if fromLog {
+	// Meanwhile the lease's connection also checksums the tables the last
+	// reset restored, which the reset compares with the template whatever
+	// detection reads (see candidates).
+	var unknown []*schema.Table
+	if rs.conn != nil && t.Baseline != nil {
+		for _, tbl := range t.Schema.Tables {
+			if t.Baseline.Tables[tbl.Name].Unknown {
+				unknown = append(unknown, tbl)
+			}
+		}
+	}
+	var connDone chan logRead
+	if fromLog || len(unknown) > 0 {
 		var since binlog.Pos
 		if t.Baseline != nil {
 			since = t.Baseline.Binlog
@@ -1132,20 +1159,25 @@ func (rs *resetter) observe(ctx context.Context) (*observation, error) {
 		if rs.conn != nil {
 			q = rs.conn
 		}
-		fromLogDone = make(chan logRead, 1)
+		connDone = make(chan logRead, 1)
 		go func() {
 			var r logRead
-			r.stmt, r.end, r.err = t.Binlog.SchemaChangedSince(ctx, q, t.Database, since)
-			fromLogDone <- r
+			if fromLog {
+				r.stmt, r.end, r.err = t.Binlog.SchemaChangedSince(ctx, q, t.Database, since)
+			}
+			if r.err == nil && len(unknown) > 0 {
+				rs.presums, r.err = rs.checksums(ctx, unknown)
+			}
+			connDone <- r
 		}()
 	}
 	obs, err := t.DDL.observeShared(ctx, t.StatusDB, t.Flavor, t.Database, t.Dir != "", !fromLog)
-	if fromLog {
-		r := <-fromLogDone
+	if connDone != nil {
+		r := <-connDone
 		if err == nil && r.err != nil {
 			err = r.err
 		}
-		if err == nil {
+		if err == nil && fromLog {
 			obs.fromLog, obs.schemaStmt, obs.binlogEnd = true, r.stmt, r.end
 		}
 	}
