@@ -330,3 +330,15 @@ func TestCPUMs(t *testing.T) {
 		t.Errorf("cpuMs of no process = %v", got)
 	}
 }
+
+// TestContentionLeast: a reset that keeps s cores busy alone slows down by
+// leases × s / cores when the concurrent phase's leases share the cores,
+// and not at all while they leave cores idle.
+func TestContentionLeast(t *testing.T) {
+	r := &Results{Plan: Plan{ConcurrentPerStrategy: 4}, Machine: Machine{Cores: 2}}
+	for _, c := range []struct{ share, want float64 }{{1, 6}, {0.9, 5.4}, {0.1, 1}, {0, 1}} {
+		if got := contentionLeast(r, c.share); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("share %g: %g, want %g", c.share, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -182,6 +183,51 @@ func renderConcurrent(w *strings.Builder, r *Results) {
 	}
 	fmt.Fprintf(w, "\n")
 	renderConcurrentCPU(w, r)
+	renderContention(w, r)
+}
+
+// cpuShare is how many cores variant v's resets kept busy while they ran
+// one at a time (the reset latency phase): their mean CPU time, server and
+// daemon, over their mean client-observed time. NaN without CPU readings.
+func cpuShare(r *Results, v string) float64 {
+	server, daemon, _ := resetCPU(r.Resets, v)
+	if math.IsNaN(server) {
+		return math.NaN()
+	}
+	return (server + daemon) / mean(resetField(r.Resets, v, func(s ResetSample) float64 { return s.ClientMs }))
+}
+
+// contentionLeast is the least together/alone ratio of a reset that keeps
+// share cores busy alone, when leases of the concurrent phase all run at
+// once on the machine's cores: each waits for the others' work, so its
+// time grows with the leases over the cores, whatever its CPU time (1 when
+// the cores are not all busy).
+func contentionLeast(r *Results, share float64) float64 {
+	leases := float64(r.Plan.ConcurrentPerStrategy * len(strategyVariants))
+	return max(1, leases*share/float64(r.Machine.Cores))
+}
+
+// renderContention says how far together/alone can fall at best for a
+// reset that keeps the cores as busy as testdbd's or the floor's.
+func renderContention(w *strings.Builder, r *Results) {
+	if math.IsNaN(cpuShare(r, vSnapshot)) {
+		return
+	}
+	leases := r.Plan.ConcurrentPerStrategy * len(strategyVariants)
+	fmt.Fprintf(w, "Why together/alone cannot fall much: every lease runs its tests and resets with no pause, so all %d keep the "+
+		"%d cores busy, and each reset waits for the others' work. A reset that keeps s cores busy alone (its CPU time over its "+
+		"time) then takes about %d × s / %d times as long as alone when the cores are shared evenly and its CPU time stays what "+
+		"it was alone, however little that is: a cheaper reset is faster alone and together alike. s comes from the reset "+
+		"latency phase, where resets run one at a time: testdbd's (server and daemon) and the floor's (the server's own "+
+		"restore, no daemon).\n\n", leases, r.Machine.Cores, leases, r.Machine.Cores)
+	fmt.Fprintf(w, "| strategy | cores busy alone: testdbd / floor | least together / alone at that: testdbd / floor | measured together / alone |\n|---|---|---|---|\n")
+	for _, v := range strategyVariants {
+		a, t := concurrentOf(r.Concurrent, "alone", v), concurrentOf(r.Concurrent, "together", v)
+		st, sf := cpuShare(r, v), cpuShare(r, floorOf[v])
+		fmt.Fprintf(w, "| %s | %.2f / %.2f | %s / %s | %s |\n", strings.TrimPrefix(v, "testdbd "), st, sf,
+			fmtX(contentionLeast(r, st)), fmtX(contentionLeast(r, sf)), fmtX(t.P50/a.P50))
+	}
+	fmt.Fprintf(w, "\n")
 }
 
 // renderConcurrentCPU says how busy the cores were in each mode, and the

@@ -17,7 +17,10 @@
 //   - a synthetic suite, serial and parallel, per variant;
 //   - the CPU time the server, the daemon and the clients spend per reset,
 //     per clean database and per concurrent round (cpu.go), beside the
-//     floor's, with the rate the machine's cores allow at each cost;
+//     floor's, with the rate the machine's cores allow at each cost, and
+//     how many cores a reset keeps busy alone, which bounds how little it
+//     can slow down when the concurrent phase's leases share the cores
+//     (concurrent.go);
 //   - beside the resets, at 100 and at 1,000 tables, each strategy's raw
 //     floor (floor.go: the server's own restore of the dirtied tables, one
 //     round trip) and the least any exact reset through REST does (the
