@@ -202,21 +202,47 @@ func isNoSuchThread(err error) bool {
 // sessionIDs lists the ids of user's sessions (killed ones included, until
 // they are gone). SHOW PROCESSLIST lists the server's sessions as
 // information_schema.PROCESSLIST does, for a sixth of the server's CPU time
-// (no temporary table is filled); the filter by user is done here.
+// (no temporary table is filled); the filter by user is done here. An
+// empty list, which should hold at least the asking session, is not
+// trusted (MySQL with performance_schema_show_processlist on and the
+// Performance Schema off lists nothing): information_schema.PROCESSLIST
+// answers then.
 func sessionIDs(ctx context.Context, conn *sql.Conn, user string) ([]int64, error) {
-	rows, err := conn.QueryContext(ctx, "SHOW PROCESSLIST")
+	ids, seen, err := listSessions(ctx, conn, user)
+	if err != nil || seen > 0 {
+		return ids, err
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", user)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// listSessions is SHOW PROCESSLIST's answer to sessionIDs, and how many
+// sessions it listed in all.
+func listSessions(ctx context.Context, conn *sql.Conn, user string) (ids []int64, seen int, err error) {
+	rows, err := conn.QueryContext(ctx, "SHOW PROCESSLIST")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// Id and User come first on every supported server; the other columns
 	// vary (MariaDB adds Progress).
 	if len(cols) < 2 || !strings.EqualFold(cols[0], "Id") || !strings.EqualFold(cols[1], "User") {
-		return nil, fmt.Errorf("SHOW PROCESSLIST: unexpected columns %v", cols)
+		return nil, 0, fmt.Errorf("SHOW PROCESSLIST: unexpected columns %v", cols)
 	}
 	dest := make([]any, len(cols))
 	var id int64
@@ -225,14 +251,14 @@ func sessionIDs(ctx context.Context, conn *sql.Conn, user string) ([]int64, erro
 	for i := 2; i < len(dest); i++ {
 		dest[i] = new(sql.RawBytes)
 	}
-	var ids []int64
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
+		seen++
 		if name.Valid && name.String == user {
 			ids = append(ids, id)
 		}
 	}
-	return ids, rows.Err()
+	return ids, seen, rows.Err()
 }

@@ -56,7 +56,8 @@ func (s *Member) DatadirUsage() (u Usage, ok bool) {
 // the daemon cannot see the datadir. Definition files (.frm, .TRG, .TRN,
 // .par, db.opt) are left out: they take a few kilobytes each and never grow
 // with rows, and a system call per file is most of the cost (this runs
-// after every reset).
+// after every recycle of a released database and, for each leased one, at
+// every space check).
 func (s *Member) DatabaseBytes(db string) (n int64, ok bool) {
 	if s.Datadir == "" {
 		return 0, false

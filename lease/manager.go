@@ -59,7 +59,7 @@ type Config struct {
 	MaxWait           time.Duration
 	Registerer        prometheus.Registerer // nil means no metrics
 	Logger            *slog.Logger
-	// LeaseSpace is the most bytes a leased database's files may take;
+	// LeaseSpace is the most bytes a leased database's data files may take;
 	// SpaceReserve the free space kept on every server's datadir (0: a
 	// tenth of its size). See space.go.
 	LeaseSpace   int64

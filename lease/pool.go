@@ -309,8 +309,7 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 // prepareUser makes the MySQL account the next lease of db gets: a new
 // one (accounts.Create) for a new database, or, for a database whose last
 // lease's account revokeUser locked, the same account with a new password
-// (accounts.Rotate). It logs in with it once so that the lease's first
-// connection is fast.
+// (accounts.Rotate). On MySQL it logs in with it once (see below).
 func (m *Manager) prepareUser(ctx context.Context, db *workerDB) error {
 	h := db.rep.host
 	var a accounts.Account

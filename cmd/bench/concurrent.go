@@ -207,6 +207,17 @@ func contentionLeast(r *Results, share float64) float64 {
 	return max(1, leases*share/float64(r.Machine.Cores))
 }
 
+// contentionNote is the estimate of renderContention for a bar's row: what
+// a reset as busy as the floor's restore comes to with every lease at once.
+func contentionNote(share float64, cores, leases int, least float64) string {
+	if math.IsNaN(least) {
+		return ""
+	}
+	return fmt.Sprintf("; about the least (an estimate, see the concurrent section): the floor's restore keeps %.2f of the %d cores busy alone; "+
+		"a reset that busy takes about %s as long as alone when %d leases share the cores with no pause, whatever its CPU time",
+		share, cores, fmtX(least), leases)
+}
+
 // renderContention says how far together/alone can fall at best for a
 // reset that keeps the cores as busy as testdbd's or the floor's.
 func renderContention(w *strings.Builder, r *Results) {

@@ -203,9 +203,7 @@ func barRows(r *Results) []bar {
 		share := cpuShare(r, floorOf[v])
 		add(phaseConcurrent, fmt.Sprintf("reset p50 with %d leases at once over one lease at a time — %s", leases, short(v)),
 			fmt.Sprintf("≤ %gx", barConcurrent), fmt.Sprintf("%s (p50 %s → %s ms)", fmtX(x), fmtMs(a.P50), fmtMs(t.P50))+
-				leastNote(contentionLeast(r, share), barConcurrent, x <= barConcurrent, fmt.Sprintf(
-					"the floor's restore keeps %.2f of the %d cores busy alone; at that, with %d leases sharing them, a reset takes %s as long as alone, whatever its CPU time",
-					share, r.Machine.Cores, leases, fmtX(contentionLeast(r, share)))),
+				contentionNote(share, r.Machine.Cores, leases, contentionLeast(r, share)),
 			x <= barConcurrent)
 		fullShare, ddlShare := float64(t.full)/float64(t.N), float64(t.ddl)/float64(t.N)
 		add(phaseConcurrent, "share of resets that checked every table, all leases at once, over the share of tests that changed the schema — "+short(v),

@@ -126,7 +126,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.MaxBuildTimeout, "max-build-timeout", lease.DefaultMaxBuild, "longest build_timeout_seconds accepted")
 	fs.IntVar(&cfg.MaxBuilds, "max-builds", lease.DefaultMaxBuilds, "template builds run at once; others wait")
 	cfg.LeaseSpace = lease.DefaultLeaseSpace
-	fs.Var(&cfg.LeaseSpace, "lease-space", "most space a leased database's files may take; a lease past it fails alone and its database is dropped")
+	fs.Var(&cfg.LeaseSpace, "lease-space", "most space a leased database's data files may take; a lease past it fails alone and its database is dropped")
 	fs.Var(&cfg.SpaceReserve, "space-reserve", "free space kept on every server's datadir: below it the lease with the largest database fails (0: a tenth of the datadir's size)")
 	fs.StringVar(&cfg.MigrationsRoot, "migrations-root", "", "the directory a request's migrations_dir must lie in (default: the working directory; / allows any path the daemon can read)")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
