@@ -55,35 +55,46 @@ func (s *Member) DatadirUsage() (u Usage, ok bool) {
 // the filesystem (allocated blocks, not apparent sizes); ok is false when
 // the daemon cannot see the datadir. Definition files (.frm, .TRG, .TRN,
 // .par, db.opt) are left out: they take a few kilobytes each and never grow
-// with rows, and a system call per file is most of the cost (this runs
-// after every recycle of a released database and, for each leased one, at
-// every space check).
+// with rows. This runs after every recycle of a released database and, for
+// each leased one, at every space check: measuring a database again costs
+// a system call per file written since it was last measured, where the
+// kernel tells of writes (see sizes), else one per file.
 func (s *Member) DatabaseBytes(db string) (n int64, ok bool) {
-	if s.Datadir == "" {
+	if s.Datadir == "" || s.sizes == nil {
 		return 0, false
 	}
+	return s.sizes.bytes(s.Datadir, db)
+}
+
+// dirBytes returns the bytes the data files of directory dir take and how
+// many it measured, recording each in files unless files is nil.
+func dirBytes(dir string, files map[string]int64) (n int64, measured int, ok bool) {
 	// Each file is looked up relative to the open directory: a whole path
 	// walked for each of a few hundred files cost half as much again.
-	dir, err := os.Open(filepath.Join(s.Datadir, db))
+	f, err := os.Open(dir)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	defer dir.Close()
-	names, err := dir.Readdirnames(-1)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	fd := int(dir.Fd())
+	fd := int(f.Fd())
 	for _, name := range names {
 		if definitionFile(name) {
 			continue
 		}
 		var st unix.Stat_t
+		measured++
 		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			n += st.Blocks * 512
+			if files != nil {
+				files[name] = st.Blocks * 512
+			}
 		}
 	}
-	return n, true
+	return n, measured, true
 }
 
 // definitionFile reports whether name, a file of a database directory,

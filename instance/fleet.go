@@ -66,6 +66,8 @@ type Member struct {
 	Watch    bool
 	WatchWhy string
 
+	sizes *sizes // what DatabaseBytes measured, when Datadir is set
+
 	fleet    *Fleet
 	stopped  chan struct{} // closed when the fleet stops the server on purpose
 	stopOnce sync.Once
@@ -155,6 +157,9 @@ func (f *Fleet) start(ctx context.Context) (*Member, error) {
 	}
 	if ld, ok := inst.(testdbd.LocalDatadir); ok {
 		s.Datadir = ld.LocalDatadir()
+	}
+	if s.Datadir != "" {
+		s.sizes = newSizes()
 	}
 	if s.Watch, s.WatchWhy = watchable(inst.Engine(), s.Datadir); !s.Watch {
 		f.log.Info("schema changes will be detected from the server's statement counters", "instance", inst.ID(), "why", s.WatchWhy)
@@ -275,6 +280,9 @@ func (s *Member) stop(ctx context.Context) error {
 }
 
 func (s *Member) closeDBs() {
+	if s.sizes != nil {
+		s.sizes.close()
+	}
 	for _, db := range []*sql.DB{s.DB, s.StatusDB} {
 		if db != nil {
 			_ = db.Close()

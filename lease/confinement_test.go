@@ -438,6 +438,62 @@ func fillSpace(t *testing.T, p testenv.Provider, cfg lease.Config, match string)
 	e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", WaitTimeout: 30 * time.Second})
 }
 
+// TestGrownDatabaseMadeAgain: a released database whose files grew far
+// past its template's (a reset empties tables but does not shrink their
+// files) is dropped and a new one made, while one that grew a little is
+// handed out again. The second release is measured from what changed
+// since the first: the daemon follows the files' writes rather than
+// reading every file each time.
+func TestGrownDatabaseMadeAgain(t *testing.T) {
+	e := newEnv(t, testenv.Providers()[0], 1, lease.Config{PoolSize: 1})
+	e.ensure(t, "app", 1)
+	if _, ok := e.fleet.Members()[0].DatabaseBytes("mysql"); !ok {
+		t.Skip("the datadir is not visible to the daemon: database sizes are not measured")
+	}
+	req := lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", Worker: "w"}
+	// cycle releases l, waits until its database is recycled (or dropped)
+	// and leases again for the same worker: its database when it is ready
+	// (a worker gets its previous database back when it can).
+	cycle := func(l lease.LeaseInfo) lease.LeaseInfo {
+		t.Helper()
+		if _, err := e.m.Release(l.ID); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			tpl := e.m.ListTemplates()[0]
+			if tpl.Pool.Ready >= 1 && tpl.Pool.Resetting == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the pool did not come back: %+v", tpl.Pool)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return e.acquire(t, req)
+	}
+	grow := func(l lease.LeaseInfo, doublings int) {
+		t.Helper()
+		db := open(t, l)
+		defer db.Close()
+		mustExec(t, db, "INSERT INTO users (email, name) VALUES ('grow@x', 'g')")
+		mustExec(t, db, "INSERT INTO posts (user_id, title, body) SELECT id, 't', REPEAT('x', 60000) FROM users WHERE email = 'grow@x'")
+		for i := 0; i < doublings; i++ {
+			mustExec(t, db, "INSERT INTO posts (user_id, title, body) SELECT user_id, title, body FROM posts")
+		}
+	}
+	small := e.acquire(t, req)
+	grow(small, 0)
+	big := cycle(small)
+	if big.Database != small.Database {
+		t.Fatalf("a database that grew by one row was made again: %s, then %s", small.Database, big.Database)
+	}
+	grow(big, 11) // 2,048 rows of 60 KB: 120 MB
+	if again := cycle(big); again.Database == big.Database {
+		t.Fatalf("database %s grew by 120 MB and was handed out again", big.Database)
+	}
+}
+
 // TestEvents: the recent resets (asked for, and recycles of released and
 // expired leases) and the events an operator should see are kept, newest
 // first, and can be read from a sequence number on.
