@@ -67,8 +67,9 @@ func (s *Member) DatabaseBytes(db string) (n int64, ok bool) {
 }
 
 // dirBytes returns the bytes the data files of directory dir take and how
-// many it measured, recording each in files unless files is nil.
-func dirBytes(dir string, files map[string]int64) (n int64, measured int, ok bool) {
+// many it measured, recording each in files and those with holes (fewer
+// bytes allocated than their size) in holes, unless they are nil.
+func dirBytes(dir string, files map[string]int64, holes map[string]bool) (n int64, measured int, ok bool) {
 	// Each file is looked up relative to the open directory: a whole path
 	// walked for each of a few hundred files cost half as much again.
 	f, err := os.Open(dir)
@@ -91,6 +92,9 @@ func dirBytes(dir string, files map[string]int64) (n int64, measured int, ok boo
 			n += st.Blocks * 512
 			if files != nil {
 				files[name] = st.Blocks * 512
+			}
+			if holes != nil && st.Blocks*512 < st.Size {
+				holes[name] = true
 			}
 		}
 	}

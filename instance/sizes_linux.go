@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -14,10 +15,25 @@ import (
 // again costs a system call per file written since, not one per file:
 // this runs after every recycle and, for each leased database, at every
 // space check, and a database of a hundred tables has two hundred files.
-// The first measurement of a directory watches it, then reads it whole;
-// an event queued before a read is taken in before the next one answers,
-// so no write is missed. Where events cannot be had (no inotify, the
-// watch limit reached, the queue overflowed) directories are read whole.
+//
+// The first measurement of a directory watches it, then reads it whole; an
+// event queued before a measurement is taken in before it answers. Events
+// do not tell of every change, so a measurement also:
+//   - checks that the directory is the one watched (a database dropped and
+//     made again under its name while its events were lost, or while
+//     something kept the old directory open, is another directory, maybe
+//     with the old one's inode number);
+//   - measures again every file with holes (allocated bytes short of its
+//     size), whichever events came: writes through Linux's native AIO
+//     (io_submit), which a server may use, send none, and only writes into
+//     holes change what an InnoDB file takes without an event (InnoDB
+//     extends its files with fallocate or ftruncate, which send one);
+//   - reads the directory whole when it was last read wholeEvery ago, so
+//     whatever else escapes the events (writes through a shared mapping,
+//     AIO past the end of a file) is seen within that time.
+//
+// Where events cannot be had (no inotify, no watch left, the queue
+// overflowed) directories are read whole.
 type sizes struct {
 	mu    sync.Mutex
 	fd    int // inotify instance, non-blocking; -1 when unavailable or closed
@@ -32,15 +48,28 @@ type dirSizes struct {
 	db    string
 	wd    int32
 	files map[string]int64 // data files and their allocated bytes
+	holes map[string]bool  // data files with holes, measured every time
 	total int64
 	dirty map[string]bool // files with events since the last measurement
 	whole bool            // read the whole directory next time
+	read  time.Time       // when it was last read whole
+	used  time.Time       // when it was last measured
 }
 
-// sizeEvents are the events that can change the bytes a directory's
-// files take, or end the watch.
-const sizeEvents = unix.IN_MODIFY | unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
-	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
+const (
+	// sizeEvents are the events that can change the bytes a directory's
+	// files take, or end the watch.
+	sizeEvents = unix.IN_MODIFY | unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+		unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
+	// wholeEvery bounds how long a change no event told of goes unseen.
+	wholeEvery = 2 * time.Second
+	// forgetAfter: a directory not measured for this long is no longer
+	// watched (a template's databases are measured once, when built).
+	forgetAfter = time.Minute
+	// maxDirty: a directory with more files written since it was last
+	// measured is read whole instead of keeping their names.
+	maxDirty = 1024
+)
 
 func newSizes() *sizes {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
@@ -67,29 +96,51 @@ func (z *sizes) bytes(datadir, db string) (int64, bool) {
 	defer z.mu.Unlock()
 	dir := filepath.Join(datadir, db)
 	if z.fd < 0 {
-		return z.readWhole(dir, nil)
+		return z.readWhole(dir, nil, nil)
 	}
 	z.drain()
+	now := time.Now()
+	for _, d := range z.byDB {
+		if d.db != db && now.Sub(d.used) > forgetAfter {
+			z.forget(d)
+		}
+	}
+	// Watching the directory again returns the watch it has, if any: a
+	// database dropped and made again under its name while the drop's
+	// events were lost (to an overflow) or held back (something keeps the
+	// old directory open) gets a new one. Watch numbers are not reused
+	// before billions more are handed out.
+	wd, err := unix.InotifyAddWatch(z.fd, dir, sizeEvents)
 	d := z.byDB[db]
+	if d != nil && (err != nil || d.wd != int32(wd)) {
+		z.forget(d)
+		d = nil
+	}
+	if err != nil {
+		return z.readWhole(dir, nil, nil) // gone, or no watch left: measure without one
+	}
 	if d == nil {
-		wd, err := unix.InotifyAddWatch(z.fd, dir, sizeEvents)
-		if err != nil {
-			return z.readWhole(dir, nil) // gone, or no watch left: measure without one
+		if old := z.byWd[int32(wd)]; old != nil {
+			z.forget(old) // the same directory under another name: not one of the server's
 		}
 		d = &dirSizes{db: db, wd: int32(wd), dirty: map[string]bool{}, whole: true}
 		z.byDB[db], z.byWd[d.wd] = d, d
 	}
-	if d.whole {
+	d.used = now
+	if d.whole || now.Sub(d.read) >= wholeEvery {
 		return z.readAll(dir, d)
+	}
+	for name := range d.holes {
+		d.dirty[name] = true
 	}
 	for name := range d.dirty {
 		d.total -= d.files[name]
 		delete(d.files, name)
+		delete(d.holes, name)
 		var st unix.Stat_t
 		z.stats++
 		if err := unix.Fstatat(unix.AT_FDCWD, dir+"/"+name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-			d.files[name] = st.Blocks * 512
-			d.total += st.Blocks * 512
+			d.add(name, &st)
 		} else if !errors.Is(err, unix.ENOENT) {
 			d.whole = true
 		}
@@ -101,23 +152,33 @@ func (z *sizes) bytes(datadir, db string) (int64, bool) {
 	return d.total, true
 }
 
+// add records file name of d, measured as st.
+func (d *dirSizes) add(name string, st *unix.Stat_t) {
+	n := st.Blocks * 512
+	d.files[name] = n
+	d.total += n
+	if n < st.Size {
+		d.holes[name] = true
+	}
+}
+
 // readAll reads d's directory whole.
 func (z *sizes) readAll(dir string, d *dirSizes) (int64, bool) {
-	files := map[string]int64{}
-	n, ok := z.readWhole(dir, files)
+	d.files, d.holes, d.total = map[string]int64{}, map[string]bool{}, 0
+	n, ok := z.readWhole(dir, d.files, d.holes)
 	if !ok {
 		z.forget(d)
 		return 0, false
 	}
-	d.files, d.total, d.whole = files, n, false
+	d.total, d.whole, d.read = n, false, time.Now()
 	clear(d.dirty)
 	return n, true
 }
 
-// readWhole measures every data file of dir, recording each in files
-// unless files is nil.
-func (z *sizes) readWhole(dir string, files map[string]int64) (int64, bool) {
-	n, stats, ok := dirBytes(dir, files)
+// readWhole measures every data file of dir, recording each in files and
+// those with holes in holes unless they are nil.
+func (z *sizes) readWhole(dir string, files map[string]int64, holes map[string]bool) (int64, bool) {
+	n, stats, ok := dirBytes(dir, files, holes)
 	z.stats += stats
 	return n, ok
 }
@@ -149,6 +210,10 @@ func (z *sizes) drain() {
 				}
 			case ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
 				z.forget(d)
+			case d.whole:
+			case len(d.dirty) >= maxDirty:
+				d.whole = true
+				clear(d.dirty)
 			case ev.Len > 0:
 				name := unix.ByteSliceToString(z.buf[nameAt:off])
 				if !definitionFile(name) {

@@ -5,9 +5,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,8 +57,10 @@ func TestSizesFollowWrites(t *testing.T) {
 				for k := w.rng.IntN(6); k > 0; k-- {
 					written += w.step(db, files)
 				}
+				holes := map[string]bool{}
+				want, _, wantOK := dirBytes(filepath.Join(datadir, db), nil, holes)
+				written += len(holes) // measured every time
 				got, ok := z.bytes(datadir, db)
-				want, _, wantOK := dirBytes(filepath.Join(datadir, db), nil)
 				if ok != wantOK || got != want {
 					t.Fatalf("round %d, database %s: measured %d (ok %v), the directory holds %d (ok %v)", round, db, got, ok, want, wantOK)
 				}
@@ -110,7 +115,7 @@ func TestSizesAfterOverflow(t *testing.T) {
 	}
 	w.write(w.file("db", "t2.ibd"), 0, 1<<20)
 	got, _ := z.bytes(datadir, "db")
-	want, _, _ := dirBytes(filepath.Join(datadir, "db"), nil)
+	want, _, _ := dirBytes(filepath.Join(datadir, "db"), nil, nil)
 	if got != want {
 		t.Fatalf("after an overflow: measured %d, the directory holds %d", got, want)
 	}
@@ -176,15 +181,25 @@ func (w *dirWork) step(db string, files int) int {
 	name := fmt.Sprintf("t%d.ibd", w.rng.IntN(files))
 	p := filepath.Join(w.datadir, db, name)
 	switch w.rng.IntN(20) {
-	case 0, 1, 2, 3, 4: // rows written: pages in place or past the end
-		w.write(w.file(db, name), int64(w.rng.IntN(64))*4096, 1+w.rng.IntN(3*4096))
+	case 0, 1, 2, 3, 4: // rows written: pages in place or appended
+		f := w.file(db, name)
+		fi, err := f.Stat()
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.write(f, w.rng.Int64N(fi.Size()+1), 1+w.rng.IntN(3*4096))
 	case 5, 6: // the file extended ahead of need
 		if err := unix.Fallocate(int(w.file(db, name).Fd()), 0, int64(w.rng.IntN(64))*4096, 1<<16); err != nil {
 			w.t.Skipf("fallocate: %v", err)
 		}
-	case 7: // pages given back
-		if err := unix.Fallocate(int(w.file(db, name).Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, 8192); err != nil {
-			w.t.Skipf("punch a hole: %v", err)
+	case 7: // pages given back (a page-compressed table's), or a hole made by extending the size
+		f := w.file(db, name)
+		if w.rng.IntN(2) == 0 {
+			if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, 8192); err != nil {
+				w.t.Skipf("punch a hole: %v", err)
+			}
+		} else if fi, err := f.Stat(); err != nil || f.Truncate(fi.Size()+1<<16) != nil {
+			w.t.Fatal("extend a file", err)
 		}
 	case 8: // TRUNCATE TABLE: shrunk in place
 		if err := w.file(db, name).Truncate(int64(w.rng.IntN(4)) * 4096); err != nil {
@@ -236,4 +251,197 @@ func (w *dirWork) step(db string, files int) int {
 		return 0
 	}
 	return 1
+}
+
+// TestSizesWithoutEvents: what events do not tell of is measured anyway:
+// a database dropped and made again under its name while its events were
+// lost to an overflow, or while something kept the old directory open;
+// writes through Linux's native AIO (no event) into a file's holes at
+// once, and past the end of a file within wholeEvery.
+func TestSizesWithoutEvents(t *testing.T) {
+	for _, root := range []string{"/dev/shm", ""} {
+		name := "tmpfs"
+		if root == "" {
+			name = "tempdir"
+		}
+		t.Run(name, func(t *testing.T) {
+			if root != "" {
+				if _, err := os.Stat(root); err != nil {
+					t.Skipf("%s: %v", root, err)
+				}
+			}
+			datadir, err := os.MkdirTemp(root, "sizes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(datadir)
+			measureWithoutEvents(t, datadir)
+		})
+	}
+}
+
+func measureWithoutEvents(t *testing.T, datadir string) {
+	z := newSizes()
+	defer z.close()
+	if z.fd < 0 {
+		t.Skip("no inotify here")
+	}
+	w := &dirWork{t: t, rng: rand.New(rand.NewPCG(3, 4)), datadir: datadir, open: map[string]*os.File{}}
+	defer w.closeAll()
+	check := func(what string) {
+		t.Helper()
+		got, _ := z.bytes(datadir, "db")
+		want, _, _ := dirBytes(filepath.Join(datadir, "db"), nil, nil)
+		if got != want {
+			t.Fatalf("%s: measured %d, the directory holds %d", what, got, want)
+		}
+	}
+	remake := func() {
+		t.Helper()
+		w.closeAll()
+		clear(w.open)
+		if err := os.RemoveAll(filepath.Join(datadir, "db")); err != nil {
+			t.Fatal(err)
+		}
+		w.mkdb("db", 2)
+	}
+
+	w.mkdb("db", 2)
+	check("first")
+	overflow(t, w, "db")
+	remake()
+	check("made again after an overflow")
+	w.write(w.file("db", "t0.ibd"), 0, 8<<20)
+	check("written after being made again after an overflow")
+
+	held, err := os.Open(filepath.Join(datadir, "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	remake()
+	check("made again while the old directory is held open")
+	w.write(w.file("db", "t1.ibd"), 0, 4<<20)
+	check("written after being made again while the old directory is held open")
+	held.Close()
+
+	f := w.file("db", "t0.ibd")
+	if err := f.Truncate(32 << 20); err != nil { // a hole of 24 MB
+		t.Fatal(err)
+	}
+	check("extended with a hole")
+	if !aioWrite(t, f, 16<<20, 1<<20) {
+		return
+	}
+	check("written into the hole with AIO")
+	// t1.ibd has no hole: AIO past its end changes what it takes without
+	// an event, and without making a hole.
+	g := w.file("db", "t1.ibd")
+	if err := g.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	w.write(g, 0, 1<<20)
+	check("t1.ibd written again")
+	aioWrite(t, g, 1<<20, 1<<20)
+	time.Sleep(wholeEvery)
+	check("a while after AIO past the end of a file")
+}
+
+// TestSizesBoundedNames: the names of files written in a directory not
+// measured meanwhile are kept up to a bound only.
+func TestSizesBoundedNames(t *testing.T) {
+	datadir := t.TempDir()
+	z := newSizes()
+	defer z.close()
+	if z.fd < 0 {
+		t.Skip("no inotify here")
+	}
+	w := &dirWork{t: t, rng: rand.New(rand.NewPCG(5, 6)), datadir: datadir, open: map[string]*os.File{}}
+	defer w.closeAll()
+	w.mkdb("db", 2)
+	w.mkdb("other", 2)
+	z.bytes(datadir, "db")
+	for i := 0; i < 3*maxDirty; i++ {
+		if err := os.WriteFile(filepath.Join(datadir, "db", fmt.Sprintf("#sql-%d.ibd", i)), []byte{1}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	z.bytes(datadir, "other") // takes in the events of both
+	z.mu.Lock()
+	n := len(z.byDB["db"].dirty)
+	z.mu.Unlock()
+	if n > maxDirty {
+		t.Fatalf("%d names kept for a directory not measured since they were written (bound %d)", n, maxDirty)
+	}
+	got, _ := z.bytes(datadir, "db")
+	want, _, _ := dirBytes(filepath.Join(datadir, "db"), nil, nil)
+	if got != want {
+		t.Fatalf("measured %d, the directory holds %d", got, want)
+	}
+}
+
+// overflow fills the event queue with writes to two files of db in turn
+// (consecutive events that differ do not merge).
+func overflow(t *testing.T, w *dirWork, db string) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		t.Skip(err)
+	}
+	queue, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if queue <= 0 || queue > 1<<20 {
+		t.Skipf("max_queued_events %d", queue)
+	}
+	f0, f1 := w.file(db, "t0.ibd"), w.file(db, "t1.ibd")
+	for i := 0; i <= queue; i++ {
+		f := f0
+		if i%2 == 1 {
+			f = f1
+		}
+		if _, err := f.WriteAt([]byte{1}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// aioWrite writes n zero bytes at off of f through Linux's native AIO
+// (io_setup, io_submit, io_getevents), as a server's libaio does; false
+// (and the test skipped) when this kernel refuses it.
+func aioWrite(t *testing.T, f *os.File, off int64, n int) bool {
+	t.Helper()
+	var ctx uintptr
+	if _, _, e := unix.Syscall(unix.SYS_IO_SETUP, 1, uintptr(unsafe.Pointer(&ctx)), 0); e != 0 {
+		t.Skipf("io_setup: %v", e)
+		return false
+	}
+	defer unix.Syscall(unix.SYS_IO_DESTROY, ctx, 0, 0) //nolint:errcheck
+	buf := make([]byte, n)
+	// struct iocb (linux/aio_abi.h), little-endian field order.
+	iocb := struct {
+		data         uint64
+		key, rwFlags uint32
+		opcode       uint16
+		reqprio      int16
+		fd           uint32
+		buf, nbytes  uint64
+		offset       int64
+		reserved2    uint64
+		flags, resfd uint32
+	}{opcode: 1 /* IOCB_CMD_PWRITE */, fd: uint32(f.Fd()), buf: uint64(uintptr(unsafe.Pointer(&buf[0]))), nbytes: uint64(n), offset: off}
+	list := [1]uintptr{uintptr(unsafe.Pointer(&iocb))}
+	if r, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, ctx, 1, uintptr(unsafe.Pointer(&list[0]))); e != 0 || r != 1 {
+		t.Skipf("io_submit: %v", e)
+		return false
+	}
+	var events [1]struct {
+		data, obj uint64
+		res, res2 int64
+	}
+	if r, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, ctx, 1, 1, uintptr(unsafe.Pointer(&events[0])), 0, 0); e != 0 || r != 1 {
+		t.Fatalf("io_getevents: %d %v", r, e)
+	}
+	if events[0].res != int64(n) {
+		t.Fatalf("AIO write: %d of %d bytes", events[0].res, n)
+	}
+	runtime.KeepAlive(buf)
+	return true
 }

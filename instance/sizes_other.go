@@ -13,6 +13,6 @@ func newSizes() *sizes { return &sizes{} }
 func (z *sizes) close() {}
 
 func (z *sizes) bytes(datadir, db string) (int64, bool) {
-	n, _, ok := dirBytes(filepath.Join(datadir, db), nil)
+	n, _, ok := dirBytes(filepath.Join(datadir, db), nil, nil)
 	return n, ok
 }

@@ -441,9 +441,9 @@ func fillSpace(t *testing.T, p testenv.Provider, cfg lease.Config, match string)
 // TestGrownDatabaseMadeAgain: a released database whose files grew far
 // past its template's (a reset empties tables but does not shrink their
 // files) is dropped and a new one made, while one that grew a little is
-// handed out again. The second release is measured from what changed
-// since the first: the daemon follows the files' writes rather than
-// reading every file each time.
+// handed out again. The daemon measured the database at the first release
+// and follows its files' writes from then on (see the instance package's
+// sizes tests for that the measurements stay exact).
 func TestGrownDatabaseMadeAgain(t *testing.T) {
 	e := newEnv(t, testenv.Providers()[0], 1, lease.Config{PoolSize: 1})
 	e.ensure(t, "app", 1)
