@@ -21,6 +21,44 @@ import (
 // dropped and made again), each kept measurement equals a fresh read of
 // the directory, and measuring again reads only the files written since.
 func TestSizesFollowWrites(t *testing.T) {
+	onFilesystems(t, func(t *testing.T, datadir string) {
+		seed := rand.Uint64()
+		t.Logf("seed %d", seed)
+		z, w := newWork(t, datadir, seed)
+		dbs := []string{"a", "b", "c"}
+		const files = 40
+		for _, db := range dbs {
+			w.mkdb(db, files)
+		}
+		measures, written := 0, 0
+		for round := 0; round < 400; round++ {
+			db := dbs[w.rng.IntN(len(dbs))]
+			for k := w.rng.IntN(6); k > 0; k-- {
+				written += w.step(db, files)
+			}
+			holes := map[string]bool{}
+			want, _, wantOK := dirBytes(filepath.Join(datadir, db), nil, holes)
+			written += len(holes) // measured every time
+			got, ok := z.bytes(datadir, db)
+			if ok != wantOK || got != want {
+				t.Fatalf("round %d, database %s: measured %d (ok %v), the directory holds %d (ok %v)", round, db, got, ok, want, wantOK)
+			}
+			measures++
+		}
+		// Each database was read whole a few times (first measured,
+		// dropped and made again); the rest took in what was written.
+		if limit := written + 3*files*(len(dbs)+w.drops); z.stats > limit {
+			t.Fatalf("%d files measured for %d measurements of %d files each, %d writes: the directories were read whole each time (at most %d expected)",
+				z.stats, measures, files, written, limit)
+		}
+		t.Logf("%d measurements, %d files measured, %d writes, %d drops", measures, z.stats, written, w.drops)
+	})
+}
+
+// onFilesystems runs f in a scratch directory on tmpfs (where servers keep
+// their data) and in the test's temporary directory (another filesystem,
+// here).
+func onFilesystems(t *testing.T, f func(t *testing.T, datadir string)) {
 	for _, root := range []string{"/dev/shm", ""} {
 		name := "tmpfs"
 		if root == "" {
@@ -37,42 +75,7 @@ func TestSizesFollowWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.RemoveAll(datadir)
-			z := newSizes()
-			defer z.close()
-			if z.fd < 0 {
-				t.Skip("no inotify here: measurements read directories whole")
-			}
-			seed := rand.Uint64()
-			t.Logf("seed %d", seed)
-			w := &dirWork{t: t, rng: rand.New(rand.NewPCG(seed, 1)), datadir: datadir, open: map[string]*os.File{}}
-			defer w.closeAll()
-			dbs := []string{"a", "b", "c"}
-			const files = 40
-			for _, db := range dbs {
-				w.mkdb(db, files)
-			}
-			measures, written := 0, 0
-			for round := 0; round < 400; round++ {
-				db := dbs[w.rng.IntN(len(dbs))]
-				for k := w.rng.IntN(6); k > 0; k-- {
-					written += w.step(db, files)
-				}
-				holes := map[string]bool{}
-				want, _, wantOK := dirBytes(filepath.Join(datadir, db), nil, holes)
-				written += len(holes) // measured every time
-				got, ok := z.bytes(datadir, db)
-				if ok != wantOK || got != want {
-					t.Fatalf("round %d, database %s: measured %d (ok %v), the directory holds %d (ok %v)", round, db, got, ok, want, wantOK)
-				}
-				measures++
-			}
-			// Each database was read whole a few times (first measured,
-			// dropped and made again); the rest took in what was written.
-			if limit := written + 3*files*(len(dbs)+w.drops); z.stats > limit {
-				t.Fatalf("%d files measured for %d measurements of %d files each, %d writes: the directories were read whole each time (at most %d expected)",
-					z.stats, measures, files, written, limit)
-			}
-			t.Logf("%d measurements, %d files measured, %d writes, %d drops", measures, z.stats, written, w.drops)
+			f(t, datadir)
 		})
 	}
 }
@@ -80,45 +83,33 @@ func TestSizesFollowWrites(t *testing.T) {
 // TestSizesAfterOverflow: when more events came than the kernel queues,
 // the next measurement reads the directory whole and is right.
 func TestSizesAfterOverflow(t *testing.T) {
-	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
-	if err != nil {
-		t.Skip(err)
-	}
-	queue, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if queue <= 0 || queue > 1<<20 {
-		t.Skipf("max_queued_events %d", queue)
-	}
 	datadir := t.TempDir()
-	z := newSizes()
-	defer z.close()
-	if z.fd < 0 {
-		t.Skip("no inotify here")
-	}
-	w := &dirWork{t: t, rng: rand.New(rand.NewPCG(1, 2)), datadir: datadir, open: map[string]*os.File{}}
-	defer w.closeAll()
+	z, w := newWork(t, datadir, 1)
 	w.mkdb("db", 3)
 	if _, ok := z.bytes(datadir, "db"); !ok {
 		t.Fatal("not measured")
 	}
-	// The queue filled by writes to two files in turn (consecutive events
-	// that differ do not merge), then a third file grown: its event is
-	// lost to the overflow.
-	f0, f1 := w.file("db", "t0.ibd"), w.file("db", "t1.ibd")
-	for i := 0; i <= queue; i++ {
-		f := f0
-		if i%2 == 1 {
-			f = f1
-		}
-		if _, err := f.WriteAt([]byte{1}, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.write(w.file("db", "t2.ibd"), 0, 1<<20)
+	overflow(t, w, "db")
+	w.write(w.file("db", "t2.ibd"), 0, 1<<20) // its event is lost to the overflow
 	got, _ := z.bytes(datadir, "db")
 	want, _, _ := dirBytes(filepath.Join(datadir, "db"), nil, nil)
 	if got != want {
 		t.Fatalf("after an overflow: measured %d, the directory holds %d", got, want)
 	}
+}
+
+// newWork returns sizes to test and a dirWork in datadir with a random
+// source seeded by seed; the test is skipped where inotify is missing.
+func newWork(t *testing.T, datadir string, seed uint64) (*sizes, *dirWork) {
+	t.Helper()
+	z := newSizes()
+	t.Cleanup(z.close)
+	if z.fd < 0 {
+		t.Skip("no inotify here: measurements read directories whole")
+	}
+	w := &dirWork{t: t, rng: rand.New(rand.NewPCG(seed, 1)), datadir: datadir, open: map[string]*os.File{}}
+	t.Cleanup(w.closeAll)
+	return z, w
 }
 
 // dirWork does random file work in database directories.
@@ -259,35 +250,11 @@ func (w *dirWork) step(db string, files int) int {
 // writes through Linux's native AIO (no event) into a file's holes at
 // once, and past the end of a file within wholeEvery.
 func TestSizesWithoutEvents(t *testing.T) {
-	for _, root := range []string{"/dev/shm", ""} {
-		name := "tmpfs"
-		if root == "" {
-			name = "tempdir"
-		}
-		t.Run(name, func(t *testing.T) {
-			if root != "" {
-				if _, err := os.Stat(root); err != nil {
-					t.Skipf("%s: %v", root, err)
-				}
-			}
-			datadir, err := os.MkdirTemp(root, "sizes")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(datadir)
-			measureWithoutEvents(t, datadir)
-		})
-	}
+	onFilesystems(t, measureWithoutEvents)
 }
 
 func measureWithoutEvents(t *testing.T, datadir string) {
-	z := newSizes()
-	defer z.close()
-	if z.fd < 0 {
-		t.Skip("no inotify here")
-	}
-	w := &dirWork{t: t, rng: rand.New(rand.NewPCG(3, 4)), datadir: datadir, open: map[string]*os.File{}}
-	defer w.closeAll()
+	z, w := newWork(t, datadir, 3)
 	check := func(what string) {
 		t.Helper()
 		got, _ := z.bytes(datadir, "db")
@@ -350,13 +317,7 @@ func measureWithoutEvents(t *testing.T, datadir string) {
 // measured meanwhile are kept up to a bound only.
 func TestSizesBoundedNames(t *testing.T) {
 	datadir := t.TempDir()
-	z := newSizes()
-	defer z.close()
-	if z.fd < 0 {
-		t.Skip("no inotify here")
-	}
-	w := &dirWork{t: t, rng: rand.New(rand.NewPCG(5, 6)), datadir: datadir, open: map[string]*os.File{}}
-	defer w.closeAll()
+	z, w := newWork(t, datadir, 5)
 	w.mkdb("db", 2)
 	w.mkdb("other", 2)
 	z.bytes(datadir, "db")
