@@ -121,7 +121,9 @@ func (z *sizes) bytes(datadir, db string) (int64, bool) {
 	}
 	if d == nil {
 		if old := z.byWd[int32(wd)]; old != nil {
-			z.forget(old) // the same directory under another name: not one of the server's
+			// The same directory under another name (a link; the server
+			// makes none): one record per watch, the latest name's.
+			delete(z.byDB, old.db)
 		}
 		d = &dirSizes{db: db, wd: int32(wd), dirty: map[string]bool{}, whole: true}
 		z.byDB[db], z.byWd[d.wd] = d, d

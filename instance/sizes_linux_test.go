@@ -406,3 +406,28 @@ func aioWrite(t *testing.T, f *os.File, off int64, n int) bool {
 	runtime.KeepAlive(buf)
 	return true
 }
+
+// TestSizesOneDirectoryTwoNames: a directory measured under two names (a
+// link) is followed under the latest, without reading it whole again.
+func TestSizesOneDirectoryTwoNames(t *testing.T) {
+	datadir := t.TempDir()
+	z, w := newWork(t, datadir, 7)
+	w.mkdb("a", 2)
+	if err := os.Symlink("a", filepath.Join(datadir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"a", "b", "b", "b", "b"}
+	for i, db := range names {
+		w.write(w.file("a", "t0.ibd"), int64(i)<<20, 1<<20)
+		got, _ := z.bytes(datadir, db)
+		want, _, _ := dirBytes(filepath.Join(datadir, "a"), nil, nil)
+		if got != want {
+			t.Fatalf("measurement %d, as %s: %d, the directory holds %d", i, db, got, want)
+		}
+	}
+	// Read whole under each name once (2 files each), then the one file
+	// written before each measurement.
+	if want := 2*2 + len(names) - 2; z.stats > want {
+		t.Fatalf("%d files measured, %d expected: the directory was read whole again", z.stats, want)
+	}
+}
