@@ -49,11 +49,10 @@ type dirSizes struct {
 	wd    int32
 	files map[string]int64 // data files and their allocated bytes
 	holes map[string]bool  // data files with holes, measured every time
-	total int64
-	dirty map[string]bool // files with events since the last measurement
-	whole bool            // read the whole directory next time
-	read  time.Time       // when it was last read whole
-	used  time.Time       // when it was last measured
+	dirty map[string]bool  // files with events since the last measurement
+	whole bool             // read the whole directory next time
+	read  time.Time        // when it was last read whole
+	used  time.Time        // when it was last measured
 }
 
 const (
@@ -136,7 +135,6 @@ func (z *sizes) bytes(datadir, db string) (int64, bool) {
 		d.dirty[name] = true
 	}
 	for name := range d.dirty {
-		d.total -= d.files[name]
 		delete(d.files, name)
 		delete(d.holes, name)
 		var st unix.Stat_t
@@ -151,14 +149,17 @@ func (z *sizes) bytes(datadir, db string) (int64, bool) {
 	if d.whole { // a file could not be read: read them all
 		return z.readAll(dir, d)
 	}
-	return d.total, true
+	var n int64
+	for _, b := range d.files {
+		n += b
+	}
+	return n, true
 }
 
 // add records file name of d, measured as st.
 func (d *dirSizes) add(name string, st *unix.Stat_t) {
 	n := st.Blocks * 512
 	d.files[name] = n
-	d.total += n
 	if n < st.Size {
 		d.holes[name] = true
 	}
@@ -166,13 +167,13 @@ func (d *dirSizes) add(name string, st *unix.Stat_t) {
 
 // readAll reads d's directory whole.
 func (z *sizes) readAll(dir string, d *dirSizes) (int64, bool) {
-	d.files, d.holes, d.total = map[string]int64{}, map[string]bool{}, 0
+	d.files, d.holes = map[string]int64{}, map[string]bool{}
 	n, ok := z.readWhole(dir, d.files, d.holes)
 	if !ok {
 		z.forget(d)
 		return 0, false
 	}
-	d.total, d.whole, d.read = n, false, time.Now()
+	d.whole, d.read = false, time.Now()
 	clear(d.dirty)
 	return n, true
 }
@@ -205,13 +206,8 @@ func (z *sizes) drain() {
 			d := z.byWd[ev.Wd]
 			switch {
 			case d == nil:
-			case ev.Mask&unix.IN_IGNORED != 0:
-				delete(z.byWd, d.wd) // the directory is gone: its watch with it
-				if z.byDB[d.db] == d {
-					delete(z.byDB, d.db)
-				}
-			case ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
-				z.forget(d)
+			case ev.Mask&(unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
+				z.forget(d) // the directory is gone or moved (a watch ignored already is no error)
 			case d.whole:
 			case len(d.dirty) >= maxDirty:
 				d.whole = true

@@ -6,7 +6,7 @@ import "path/filepath"
 
 // sizes measures database directories whole each time: file events are
 // watched on Linux only.
-type sizes struct{ stats int }
+type sizes struct{}
 
 func newSizes() *sizes { return &sizes{} }
 
