@@ -133,10 +133,11 @@ image-testdbd:
 ## images: every image above
 images: image image-mysql-9.7 image-mariadb-11.8 image-testdbd
 
-## property: the long randomized proof that every strategy resets to exactly the template
-property: deps
-	TESTDBD_PROPERTY_N=$${N:-2500} TESTDBD_PROPERTY_CONCURRENT=$${C:-150} $(GO) test -race -count=1 -timeout 80m \
-		-run 'TestPropertyResetEqualsTemplate|TestPropertyConcurrent' -v ./strategies/ | grep -v '^\s*testenv.go'
+## property: the long randomized proof that every strategy resets to exactly
+## the template, each engine cell a go test of its own (N workloads per
+## strategy, default 2500; TESTDBD_ENGINES picks cells; scripts/property.sh)
+property: deps images
+	@GO=$(GO) scripts/property.sh
 
 ## bench: the benchmark (about 5 minutes on 2 cores, after the images): baselines and testdbd side
 ## by side; writes docs/benchmarks.json (raw samples), docs/benchmarks.md and
