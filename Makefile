@@ -136,7 +136,7 @@ images: image image-mysql-9.7 image-mariadb-11.8 image-testdbd
 ## property: the long randomized proof that every strategy resets to exactly
 ## the template, each engine cell a go test of its own (N workloads per
 ## strategy, default 2500; TESTDBD_ENGINES picks cells; scripts/property.sh)
-property: deps images
+property: deps image image-mysql-9.7 image-mariadb-11.8
 	@GO=$(GO) scripts/property.sh
 
 ## bench: the benchmark (about 5 minutes on 2 cores, after the images): baselines and testdbd side

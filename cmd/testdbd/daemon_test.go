@@ -50,6 +50,10 @@ func startDaemon(t *testing.T, stateDir string, args ...string) *proc {
 	args = append([]string{"serve", "--state-dir", stateDir, "--http-addr", "127.0.0.1:0",
 		"--grpc-addr", "127.0.0.1:0", "--log-format", "json", "--migrations-root", repoRoot}, args...)
 	cmd := exec.Command(binary, args...)
+	// A test process that is killed (or ended by -timeout, which runs no
+	// cleanup) takes its daemons with it; the next test process's
+	// testenv.SweepDead removes what they leave.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -251,24 +251,57 @@ func (p *Provider) labels(instance string) map[string]string {
 // start those a killed daemon left, at Close whatever remains. Containers of
 // other state directories carry another owner and are never touched.
 func (p *Provider) sweep(ctx context.Context, msg string) error {
-	list, err := p.cli.ContainerList(ctx, client.ContainerListOptions{
+	return removeOwned(ctx, p.cli, p.owner, p.log, msg)
+}
+
+// removeOwned removes every container whose LabelOwner is owner.
+func removeOwned(ctx context.Context, cli *testcontainers.DockerClient, owner string, log *slog.Logger, msg string) error {
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
-		Filters: make(client.Filters).Add("label", LabelOwner+"="+p.owner),
+		Filters: make(client.Filters).Add("label", LabelOwner+"="+owner),
 	})
 	if err != nil {
 		return fmt.Errorf("docker provider: list containers: %w", err)
 	}
 	var errs []error
 	for _, c := range list.Items {
-		_, err := p.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		_, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
 			continue
 		}
-		p.log.Info(msg, "container", shortID(c.ID),
+		log.Info(msg, "container", shortID(c.ID),
 			"instance", c.Labels[LabelInstance], "state", c.State)
 	}
 	return errors.Join(errs...)
+}
+
+// SweepStateDir removes the containers a Docker provider that ended
+// without closing (its process killed, or ended by a test's timeout, which
+// runs no cleanup) left for the state directory stateDir. A provider
+// starting on stateDir does the same; this is for a state directory nobody
+// will start on again. It takes the state directory's lock first, so a
+// live provider's containers are refused (testdbd.EConflict) and left
+// alone.
+func SweepStateDir(ctx context.Context, stateDir string, log *slog.Logger) error {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return err
+	}
+	lock, err := instance.LockStateDir(abs)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if log == nil {
+		log = slog.Default()
+	}
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return fmt.Errorf("docker provider: no Docker engine reachable: %w", err)
+	}
+	defer func() { _ = cli.Close() }()
+	return removeOwned(ctx, cli, ownerID(abs), log, "removed a container left by a provider that did not close")
 }
 
 func (p *Provider) networkExists(ctx context.Context, name string) bool {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,6 +83,42 @@ func (p *Provider) sweep(ctx context.Context) error {
 			return fmt.Errorf("remove leftovers of an initialization: %w", err)
 		}
 	}
+	return nil
+}
+
+// SweepStateDir removes what a native provider that ended without closing
+// (its process killed, or ended by a test's timeout, which runs no
+// cleanup) left of the state directory stateDir: server processes, tmpfs
+// mounts, datadirs and unfinished initializations, and its empty run base.
+// A provider starting on stateDir does the same; this is for a state
+// directory nobody will start on again. It takes the state directory's
+// lock first, so a live provider's directory is refused (testdbd.EConflict)
+// and left alone. A directory that was never a native provider's (no
+// instance records) is left as it is.
+func SweepStateDir(ctx context.Context, stateDir string, log *slog.Logger) error {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(abs, "instances")); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	lock, err := instance.LockStateDir(abs)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if log == nil {
+		log = slog.Default()
+	}
+	p := &Provider{cfg: Config{StateDir: abs}, log: log, runBase: runBaseOf(abs)}
+	if err := p.sweep(ctx); err != nil {
+		return err
+	}
+	_ = os.Remove(p.runBase) // only when empty
 	return nil
 }
 

@@ -95,11 +95,9 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 
 // setUp chooses the user servers run as and creates the run base.
 func (p *Provider) setUp(ctx context.Context) error {
-	sum := sha256.Sum256([]byte(p.cfg.StateDir))
-	hash := hex.EncodeToString(sum[:4])
+	p.runBase = runBaseOf(p.cfg.StateDir)
 	p.userName = currentUser()
 	if !isRoot() {
-		p.runBase = filepath.Join("/dev/shm", "testdbd-"+hash)
 		return os.MkdirAll(p.runBase, 0o700)
 	}
 	var err error
@@ -108,7 +106,6 @@ func (p *Provider) setUp(ctx context.Context) error {
 	}
 	// Searchable by the server user (it must reach its own area), listable
 	// by root only.
-	p.runBase = filepath.Join("/run", "testdbd", hash)
 	if err := os.MkdirAll(p.runBase, 0o711); err != nil {
 		return fmt.Errorf("create %s: %w", p.runBase, err)
 	}
@@ -125,6 +122,18 @@ func (p *Provider) setUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// runBaseOf is where the instances of the state directory stateDir (an
+// absolute path) have their areas: /run/testdbd/<hash> as root,
+// /dev/shm/testdbd-<hash> otherwise.
+func runBaseOf(stateDir string) string {
+	sum := sha256.Sum256([]byte(stateDir))
+	hash := hex.EncodeToString(sum[:4])
+	if !isRoot() {
+		return filepath.Join("/dev/shm", "testdbd-"+hash)
+	}
+	return filepath.Join("/run", "testdbd", hash)
 }
 
 // serverUser looks up the user servers run as under a root daemon, creating

@@ -4,6 +4,7 @@ package native
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/testdbd/testdbd"
 )
@@ -22,6 +23,9 @@ func New(context.Context, Config) (*Provider, error) { return nil, errLinuxOnly 
 
 // FindBinary fails, so that --provider auto picks docker.
 func FindBinary(string) (string, error) { return "", errLinuxOnly }
+
+// SweepStateDir does nothing: no native provider runs here.
+func SweepStateDir(context.Context, string, *slog.Logger) error { return nil }
 
 // Name returns "native".
 func (*Provider) Name() string { return "native" }

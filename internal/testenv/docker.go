@@ -59,7 +59,7 @@ func Docker(tb testing.TB, image string) *docker.Provider {
 	if ok, reason := DockerAvailable(); !ok {
 		tb.Skip(reason)
 	}
-	dir, err := os.MkdirTemp("", "tdbd")
+	dir, err := tempDir(kindDocker)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -83,15 +83,16 @@ func Docker(tb testing.TB, image string) *docker.Provider {
 		if err := p.Close(ctx); err != nil {
 			tb.Errorf("close docker provider: %v", err)
 		}
-		if left := containers(ctx, p.Owner()); len(left) > 0 {
+		if left := Containers(ctx, p.Owner()); len(left) > 0 {
 			tb.Errorf("docker provider left containers: %v", left)
 		}
 	})
 	return p
 }
 
-// containers lists the ids of the containers labelled with owner.
-func containers(ctx context.Context, owner string) []string {
+// Containers lists the ids of the containers labelled with owner (a
+// Docker provider's Owner), nil when Docker cannot be asked.
+func Containers(ctx context.Context, owner string) []string {
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
 		return nil

@@ -26,7 +26,7 @@ var (
 // package, so each test does not pay for mariadb-install-db.
 func PristineDir(tb testing.TB) string {
 	pristineOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tdb-pristine-")
+		dir, err := tempDir(kindPristine)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func PristineDir(tb testing.TB) string {
 // stay under 108 bytes), removed at the end of the test.
 func StateDir(tb testing.TB) string {
 	tb.Helper()
-	dir, err := os.MkdirTemp("", "tdb")
+	dir, err := tempDir(kindState)
 	if err != nil {
 		tb.Fatal(err)
 	}
