@@ -29,3 +29,20 @@ func LockStateDir(dir string) (*os.File, error) {
 	_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
 	return f, nil
 }
+
+// WithStateDirLock runs fn with stateDir's absolute path while holding
+// its lock: for work on what a provider that ended without closing left.
+// A state directory a live provider holds is refused (testdbd.EConflict)
+// and fn does not run.
+func WithStateDirLock(stateDir string, fn func(abs string) error) error {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return err
+	}
+	lock, err := LockStateDir(abs)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	return fn(abs)
+}

@@ -284,24 +284,17 @@ func removeOwned(ctx context.Context, cli *testcontainers.DockerClient, owner st
 // live provider's containers are refused (testdbd.EConflict) and left
 // alone.
 func SweepStateDir(ctx context.Context, stateDir string, log *slog.Logger) error {
-	abs, err := filepath.Abs(stateDir)
-	if err != nil {
-		return err
-	}
-	lock, err := instance.LockStateDir(abs)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
 	if log == nil {
 		log = slog.Default()
 	}
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
-	if err != nil {
-		return fmt.Errorf("docker provider: no Docker engine reachable: %w", err)
-	}
-	defer func() { _ = cli.Close() }()
-	return removeOwned(ctx, cli, ownerID(abs), log, "removed a container left by a provider that did not close")
+	return instance.WithStateDirLock(stateDir, func(abs string) error {
+		cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+		if err != nil {
+			return fmt.Errorf("docker provider: no Docker engine reachable: %w", err)
+		}
+		defer func() { _ = cli.Close() }()
+		return removeOwned(ctx, cli, ownerID(abs), log, "removed a container left by a provider that did not close")
+	})
 }
 
 func (p *Provider) networkExists(ctx context.Context, name string) bool {

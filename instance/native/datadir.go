@@ -96,30 +96,23 @@ func (p *Provider) sweep(ctx context.Context) error {
 // and left alone. A directory that was never a native provider's (no
 // instance records) is left as it is.
 func SweepStateDir(ctx context.Context, stateDir string, log *slog.Logger) error {
-	abs, err := filepath.Abs(stateDir)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(abs, "instances")); err != nil {
+	if _, err := os.Stat(filepath.Join(stateDir, "instances")); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		return err
 	}
-	lock, err := instance.LockStateDir(abs)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
 	if log == nil {
 		log = slog.Default()
 	}
-	p := &Provider{cfg: Config{StateDir: abs}, log: log, runBase: runBaseOf(abs)}
-	if err := p.sweep(ctx); err != nil {
-		return err
-	}
-	_ = os.Remove(p.runBase) // only when empty
-	return nil
+	return instance.WithStateDirLock(stateDir, func(abs string) error {
+		p := &Provider{cfg: Config{StateDir: abs}, log: log, runBase: runBaseOf(abs)}
+		if err := p.sweep(ctx); err != nil {
+			return err
+		}
+		_ = os.Remove(p.runBase) // only when empty
+		return nil
+	})
 }
 
 // processRuns reports whether pid is alive and is a server whose command line
