@@ -68,7 +68,7 @@ func statsTables(tables []*Table) string {
 		enc := filename.Encode(t.Name)
 		names = append(names, literal(enc))
 		if strings.Contains(t.Create, "PARTITION BY") {
-			esc := strings.NewReplacer(`\`, `\\`, `_`, `\_`, `%`, `\%`).Replace(enc)
+			esc := likeEscaper.Replace(enc)
 			parts = append(parts, "table_name LIKE "+literal(esc+"#P#%"), "table_name LIKE "+literal(esc+"#p#%"))
 		}
 	}
@@ -77,7 +77,7 @@ func statsTables(tables []*Table) string {
 
 // literal quotes s as an SQL string literal.
 func literal(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(s) + "'"
+	return "'" + literalEscaper.Replace(s) + "'"
 }
 
 // statsDifferSQL returns a query of the statistics rows' table names (as the
@@ -119,3 +119,10 @@ func (s *Schema) StatsSettleSQL(target string, tables []*Table) string {
 	fmt.Fprintf(&b, "SELECT %s;\nSET %s = NULL", v, v)
 	return b.String()
 }
+
+// The escapes of a LIKE pattern's wildcards and of a string literal, built
+// once (a Replacer is costly to build and safe to share).
+var (
+	likeEscaper    = strings.NewReplacer(`\`, `\\`, `_`, `\_`, `%`, `\%`)
+	literalEscaper = strings.NewReplacer(`\`, `\\`, "'", "''")
+)
