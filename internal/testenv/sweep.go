@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,7 +65,7 @@ func SweepDead(ctx context.Context, log *slog.Logger) ([]string, error) {
 	var errs []error
 	for _, dir := range dirs {
 		kind, ok := deadKind(filepath.Base(dir))
-		if !ok {
+		if !ok || !ours(dir) {
 			continue
 		}
 		// A state directory of any kind may have been a native or a Docker
@@ -93,16 +94,19 @@ func SweepDead(ctx context.Context, log *slog.Logger) ([]string, error) {
 	return swept, errors.Join(errs...)
 }
 
+// tempName is the name os.MkdirTemp gives a test process's directory:
+// tdb<pid>.<kind><random digits>.
+var tempName = regexp.MustCompile(`^tdb([1-9][0-9]*)\.([sdp])[0-9]+$`)
+
 // deadKind returns the kind of a temporary directory of a test process
-// (tdb<pid>.<kind>...) that is no longer running.
+// that is no longer running, named as tempDir names them.
 func deadKind(name string) (string, bool) {
-	rest, ok := strings.CutPrefix(name, "tdb")
-	if !ok {
+	m := tempName.FindStringSubmatch(name)
+	if m == nil {
 		return "", false
 	}
-	pidText, kind, ok := strings.Cut(rest, ".")
-	pid, err := strconv.Atoi(pidText)
-	if !ok || err != nil || pid <= 0 || kind == "" || pid == os.Getpid() {
+	pid, err := strconv.Atoi(m[1])
+	if err != nil || pid == os.Getpid() {
 		return "", false
 	}
 	// A live pid, even another program's that took a dead test's number,
@@ -111,7 +115,21 @@ func deadKind(name string) (string, bool) {
 	if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
 		return "", false
 	}
-	return kind[:1], true
+	return m[2], true
+}
+
+// ours reports whether path is a directory as tempDir makes them: a real
+// directory (not a link), of this user, private (0700). The system's
+// temporary directory is everyone's: whatever else matches the name is
+// left alone, and nothing in a directory another user could have made is
+// believed (its records name processes to kill and paths to remove).
+func ours(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }
 
 // containersMayRemain reports whether a Docker state directory's provider
