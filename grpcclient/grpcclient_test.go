@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"database/sql"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,11 +24,7 @@ import (
 	"github.com/testdbd/testdbd/server"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemovePristine()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestLeaseOverGRPC builds a template, leases a database, writes, resets and
 // releases through the typed gRPC client, against a daemon's server with a

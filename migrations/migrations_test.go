@@ -20,11 +20,7 @@ import (
 	"github.com/testdbd/testdbd/strategies"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemovePristine()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // build creates database name on srv from src and captures it.
 func build(t *testing.T, srv *instance.Member, name string, src migrations.Source) (*schema.Schema, migrations.Result, error) {

@@ -3,7 +3,6 @@ package schema_test
 import (
 	"context"
 	"database/sql"
-	"os"
 	"testing"
 	"time"
 
@@ -12,11 +11,7 @@ import (
 	"github.com/testdbd/testdbd/schema"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemovePristine()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // plainExec runs a batch as it is.
 type plainExec struct{}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,11 +27,7 @@ import (
 	"github.com/testdbd/testdbd/server"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemovePristine()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // startServer serves a Service over one real server on free ports.
 func startServer(t *testing.T, token string) *server.API {

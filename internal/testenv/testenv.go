@@ -130,3 +130,11 @@ func RemovePristine() {
 		os.RemoveAll(filepath.Clean(pristineDir))
 	}
 }
+
+// Main is a package's TestMain when it needs nothing else: it runs the
+// tests, removes the package's pristine datadir cache and exits.
+func Main(m *testing.M) {
+	code := m.Run()
+	RemovePristine()
+	os.Exit(code)
+}
