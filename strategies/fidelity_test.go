@@ -13,6 +13,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/internal/dbcompare"
+	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
 )
 
@@ -412,5 +413,55 @@ func TestCommitStampedBeforeTheBaseline(t *testing.T) {
 			t.Skipf("no commit in %d tries was stamped before its baseline's second: the lag did not show here", tries)
 		}
 		t.Logf("%d commits stamped before their baseline's second, each reset exact", seen)
+	})
+}
+
+// TestStatisticsStayCopied: after a reset, every table's persistent
+// statistics carry the mark of statistics copied from the template
+// (schema.StatsSentinel), as after a clone, also for a table the reset
+// only emptied and rewound (ALTER TABLE … AUTO_INCREMENT recomputes an
+// empty table's statistics as the template's, but stamps them anew), so
+// the next reset finds no statistics moved and copies none back.
+func TestStatisticsStayCopied(t *testing.T) {
+	forEachStrategy(t, func(t *testing.T, f *fixture, s testdbd.Strategy) {
+		empty, _ := f.schema.Table("kind_log")
+		seeded, _ := f.schema.Table("users")
+		if empty == nil || empty.Rows != 0 || empty.AutoIncrement == 0 || seeded == nil || seeded.Rows == 0 || seeded.AutoIncrement == 0 {
+			t.Fatalf("the fixture's kind_log (%+v) should be empty and users (%+v) seeded, both with AUTO_INCREMENT", empty, seeded)
+		}
+		tg, db := f.worker("w_mark_"+s.String(), s)
+		moved := func() []string {
+			var out []string
+			err := schema.EachRow(context.Background(), f.srv.DB, "SELECT table_name FROM mysql.innodb_table_stats WHERE database_name = ? AND last_update <> ?",
+				[]any{tg.Database, schema.StatsSentinel}, func(rows *sql.Rows) error {
+					var name string
+					out = append(out, name)
+					return rows.Scan(&out[len(out)-1])
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		if m := moved(); len(m) > 0 {
+			t.Fatalf("a fresh clone's statistics of %v are not marked as copied", m)
+		}
+		write := "INSERT INTO kind_log (kind_id, at) VALUES (1, NOW(6)); INSERT INTO users (email, name) VALUES ('m@x', 'm')"
+		if s == testdbd.StrategyRollback {
+			write = "BEGIN; " + write + "; ROLLBACK"
+		}
+		for round := 0; round < 2; round++ {
+			mustExec(t, db, write)
+			rep := f.reset(tg)
+			if !slices.Contains(rep.TablesReset, "kind_log") {
+				t.Errorf("round %d: the reset left kind_log alone: %+v", round, rep)
+			}
+			if m := moved(); len(m) > 0 {
+				t.Errorf("round %d: after the reset the statistics of %v are not marked as copied", round, m)
+			}
+			if d := f.diff(tg.Database); len(d) > 0 {
+				t.Errorf("round %d: after the reset: %s", round, strings.Join(d, "\n"))
+			}
+		}
 	})
 }

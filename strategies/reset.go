@@ -737,10 +737,11 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 		}
 	}
 	// ALTER TABLE … AUTO_INCREMENT makes InnoDB recompute the table's
-	// statistics from its pages, which in a copy of a table that holds
-	// rows may be laid out unlike the template's: settleStats checks them
-	// afterwards. (An empty table's recomputed statistics are the
-	// template's.)
+	// statistics from its pages, which in a copy of a table may be laid
+	// out unlike the template's: settleStats checks them afterwards. An
+	// empty table's come out as the template's as a rule, but stamped with
+	// the time of the recomputation: settleStats marks them as copied
+	// again, or the next reset would find them moved and copy them back.
 	rewinds := func(tbl *schema.Table) bool {
 		if rs.t.KeepAutoIncrement {
 			return false
@@ -752,7 +753,7 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	}
 	var recomputed []*schema.Table
 	for _, tbl := range append(append([]*schema.Table(nil), restore...), rewind...) {
-		if tbl.Rows > 0 && !restats[tbl.Name] && (rewinds(tbl) || slices.Contains(rewind, tbl)) {
+		if !restats[tbl.Name] && (rewinds(tbl) || slices.Contains(rewind, tbl)) {
 			recomputed = append(recomputed, tbl)
 		}
 	}

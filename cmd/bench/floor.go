@@ -44,7 +44,17 @@ const (
 // left out, so this is a lower bound for a reset that reads the state
 // before restoring and answers over REST (one that folded the read into
 // the restore's round trip would save that round trip, about 0.05 ms).
+// The truncate variant's also puts back, after its restore, the optimizer
+// statistics TRUNCATE empties, as testdbd's resets do (essentialsStats):
+// an exact reset keeps each table's statistics equal to its template's.
 const essentialsSuffix = " + REST + read"
+
+// essentialsStats describes the truncate essentials' work after the
+// restore.
+const essentialsStats = "; for truncate, after the restore, the optimizer statistics that `TRUNCATE` empties put back in a round trip " +
+	"of its own, as testdbd's resets keep them equal to the template's (the template's rows copied into `mysql.innodb_table_stats` and " +
+	"`mysql.innodb_index_stats`, and each table that holds rows renamed away and back so that the server loads them: the statements " +
+	"testdbd runs)"
 
 // essentialsOf names each strategy variant's essentials: its floor's name
 // with essentialsSuffix.
@@ -82,7 +92,10 @@ type floorVariant struct {
 	// table state come first (see reset).
 	essentials *daemon
 	mariadb    bool // the server has INNODB_SYS_TABLESTATS
-	samples    int
+	// stats, for the truncate essentials, puts the statistics back after
+	// the restore (essentialsStats).
+	stats   string
+	samples int
 }
 
 // essentialsWhat describes the essentials' work before the restore.
@@ -164,6 +177,18 @@ func newFloorVariants(ctx context.Context, d *daemon, template, suffix string, p
 		b.WriteString("; SET FOREIGN_KEY_CHECKS = 1")
 		return b.String()
 	}
+	// The dirty tables as testdbd's statistics statements need them: the
+	// template's statistics go back to each, and those holding rows are
+	// renamed so that the server loads them.
+	var dirty []*schema.Table
+	for _, tbl := range workload.Dirty {
+		var rows int64
+		if err := admin.QueryRowContext(ctx, fmt.Sprintf("SELECT COUNT(*) FROM `%s`.`%s`", t.Database, tbl)).Scan(&rows); err != nil {
+			return nil, err
+		}
+		dirty = append(dirty, &schema.Table{Name: tbl, Rows: rows})
+	}
+	statsSQL, _ := (&schema.Schema{Database: t.Database}).StatsSQL(floorDatabase, dirty)
 	cfg.DBName = floorDatabase
 	if connector, err = mysql.NewConnector(cfg); err != nil {
 		return nil, err
@@ -181,7 +206,11 @@ func newFloorVariants(ctx context.Context, d *daemon, template, suffix string, p
 			db := sql.OpenDB(connector)
 			db.SetMaxOpenConns(1)
 			db.SetMaxIdleConns(1)
-			vs = append(vs, &floorVariant{label: label + suffix, db: db, sql: v.reset, p: p, essentials: ess, mariadb: mariadb})
+			fv := &floorVariant{label: label + suffix, db: db, sql: v.reset, p: p, essentials: ess, mariadb: mariadb}
+			if ess != nil && v.strategy == vTruncate {
+				fv.stats = statsSQL
+			}
+			vs = append(vs, fv)
 		}
 		if slices.Contains(plain, v.strategy) {
 			add(v.label, nil)
@@ -285,9 +314,11 @@ func (v *floorVariant) test(ctx context.Context) error {
 
 // reset runs the floor's restore; for the essentials, after a REST round
 // trip and the reads of the table state (both, in an order that alternates
-// from sample to sample; on MySQL only TABLES). The sample is the sum of
-// the REST round trip, the cheaper read and the restore, each timed
-// (PhasesMs: REST, the TABLESTATS read or 0, the restore, the TABLES read).
+// from sample to sample; on MySQL only TABLES), and for truncate's followed
+// by the statistics' round trip. The sample is the sum of the REST round
+// trip, the cheaper read, the restore and the statistics, each timed
+// (PhasesMs: REST, the TABLESTATS read or 0, the restore, the TABLES read,
+// the statistics or 0).
 func (v *floorVariant) reset(ctx context.Context) (ResetSample, error) {
 	if v.essentials == nil {
 		start := time.Now()
@@ -324,12 +355,20 @@ func (v *floorVariant) reset(ctx context.Context) (ResetSample, error) {
 		return s, err
 	}
 	restore := ms(time.Since(t0))
+	var statsBack float64
+	if v.stats != "" {
+		t0 = time.Now()
+		if _, err := v.db.ExecContext(ctx, v.stats); err != nil {
+			return s, fmt.Errorf("put the statistics back: %w", err)
+		}
+		statsBack = ms(time.Since(t0))
+	}
 	read := tables
 	if v.mariadb {
 		read = min(stats, tables)
 	}
-	s.ClientMs, s.Tables = rest+read+restore, len(workload.Dirty)
-	s.PhasesMs = []float64{round3(rest), round3(stats), round3(restore), round3(tables)}
+	s.ClientMs, s.Tables = rest+read+restore+statsBack, len(workload.Dirty)
+	s.PhasesMs = []float64{round3(rest), round3(stats), round3(restore), round3(tables), round3(statsBack)}
 	return s, nil
 }
 

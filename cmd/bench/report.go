@@ -170,8 +170,8 @@ func barRows(r *Results) []bar {
 		least := 1 + extra/floor
 		add(phaseReset, fmt.Sprintf("reset p50 over the raw floor (the server's own restore of the 5 dirty tables, one round trip) — %s", short(v)),
 			fmt.Sprintf("≤ %gx", barOverFloor), fmt.Sprintf("%s (p50 %s ms over %s ms)%s", fmtX(x), fmtMs(p50), fmtMs(floor),
-				leastNote(least, barOverFloor, x <= barOverFloor, fmt.Sprintf("the floor after a REST round trip and one read of the table state "+
-					"(p50 %s ms together), %s the floor", fmtMs(extra), fmtX(least)))), x <= barOverFloor)
+				leastNote(least, barOverFloor, x <= barOverFloor, fmt.Sprintf("the floor after %s (p50 %s ms together), %s the floor",
+					essentialsParts(v), fmtMs(extra), fmtX(least)))), x <= barOverFloor)
 	}
 	for _, v := range strategyVariants {
 		x := disk.P50 / resetSummary(r.Resets, v).P50
@@ -192,9 +192,9 @@ func barRows(r *Results) []bar {
 		least := 1 + (eb-es)/small.P50
 		add(phaseScale, fmt.Sprintf("reset growth %d → %d tables, same 5 dirty — %s", r.Plan.Tables, r.Plan.BigTables, short(v)),
 			fmt.Sprintf("≤ %gx", barGrowth), fmt.Sprintf("%s (p50 %s → %s ms)%s", fmtX(x), fmtMs(small.P50), fmtMs(big.P50),
-				leastNote(least, barGrowth, x <= barGrowth, fmt.Sprintf("a REST round trip and one read of the table state take p50 %s → %s ms, "+
+				leastNote(least, barGrowth, x <= barGrowth, fmt.Sprintf("%s take p50 %s → %s ms, "+
 					"so a reset of p50 %s ms at %d tables grows at least %s, if the rest of it does not shrink as tables are added",
-					fmtMs(es), fmtMs(eb), fmtMs(small.P50), r.Plan.Tables, fmtX(least)))), x <= barGrowth)
+					essentialsParts(v), fmtMs(es), fmtMs(eb), fmtMs(small.P50), r.Plan.Tables, fmtX(least)))), x <= barGrowth)
 	}
 	for _, v := range strategyVariants {
 		a, t := concurrentOf(r.Concurrent, "alone", v), concurrentOf(r.Concurrent, "together", v)
@@ -270,6 +270,14 @@ func barRows(r *Results) []bar {
 	return rows
 }
 
+// essentialsParts names what v's essentials add to its floor.
+func essentialsParts(v string) string {
+	if v == vTruncate {
+		return "a REST round trip, one read of the table state and the statistics `TRUNCATE` empties put back"
+	}
+	return "a REST round trip and one read of the table state"
+}
+
 // leastNote describes the least the work of a bar takes, measured beside
 // it (least, in the bar's unit; what says it). Where that is already over
 // a bar that is not met, it says that the bar cannot be met on this
@@ -285,8 +293,8 @@ func leastNote(least, bar float64, met bool, what string) string {
 }
 
 // essentialsExtra is the p50 of what an essentials variant adds to its
-// floor's restore: the REST round trip and the cheaper read (see
-// floorVariant.reset).
+// floor's restore: the REST round trip, the cheaper read and, for
+// truncate, the statistics put back (see floorVariant.reset).
 func essentialsExtra(samples []ResetSample, v string) float64 {
 	var xs []float64
 	for _, s := range samples {
@@ -297,7 +305,11 @@ func essentialsExtra(samples []ResetSample, v string) float64 {
 		if s.PhasesMs[1] > 0 {
 			read = min(read, s.PhasesMs[1])
 		}
-		xs = append(xs, s.PhasesMs[0]+read)
+		var stats float64 // none before the statistics were timed
+		if len(s.PhasesMs) > 4 {
+			stats = s.PhasesMs[4]
+		}
+		xs = append(xs, s.PhasesMs[0]+read+stats)
 	}
 	return median(xs)
 }
@@ -391,13 +403,17 @@ func renderResets(w *strings.Builder, r *Results) {
 	fmt.Fprintf(w, "\nThe floors are the server's own restore of the 5 dirty tables, one round trip from the benchmark on its copy of "+
 		"the template on the daemon's server. A sample of the \"…%s\" variants is the sum of %s, and the floor's restore, on the "+
 		"same copy after the same test: a lower bound for any reset that reads the table state before restoring and answers "+
-		"over REST (ending the lease's sessions is left out). Their parts, p50 in ms:\n\n", essentialsSuffix, essentialsWhat)
-	fmt.Fprintf(w, "| variant | p50 | REST | read: INNODB_SYS_TABLESTATS | read: information_schema.TABLES | restore |\n|---|---|---|---|---|---|\n")
+		"over REST (ending the lease's sessions is left out)%s. Their parts, p50 in ms:\n\n", essentialsSuffix, essentialsWhat, essentialsStats)
+	fmt.Fprintf(w, "| variant | p50 | REST | read: INNODB_SYS_TABLESTATS | read: information_schema.TABLES | restore | statistics |\n|---|---|---|---|---|---|---|\n")
 	for _, v := range leaseVariants {
 		e := essentialsOf[v]
 		if s := resetSummary(r.Resets, e); s.N > 0 {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", e, fmtMs(s.P50), fmtMs(phaseMedian(r.Resets, e, 0)),
-				fmtMs(phaseMedian(r.Resets, e, 1)), fmtMs(phaseMedian(r.Resets, e, 3)), fmtMs(phaseMedian(r.Resets, e, 2)))
+			stats := "–"
+			if x := phaseMedian(r.Resets, e, 4); x > 0 {
+				stats = fmtMs(x)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", e, fmtMs(s.P50), fmtMs(phaseMedian(r.Resets, e, 0)),
+				fmtMs(phaseMedian(r.Resets, e, 1)), fmtMs(phaseMedian(r.Resets, e, 3)), fmtMs(phaseMedian(r.Resets, e, 2)), stats)
 		}
 	}
 	fmt.Fprintf(w, "\n")
@@ -616,7 +632,7 @@ func renderScale(w *strings.Builder, r *Results) {
 			fmtMs(detect(le))+" / "+fmtMs(phaseMedian(r.Scale, le, 3)), fmtMs(detect(lb))+" / "+fmtMs(phaseMedian(r.Scale, lb, 3)))
 	}
 	fmt.Fprintf(w, "\n\"The least\" is the \"…%s\" variant at that size, on the benchmark's copy of the template on the same "+
-		"server: the sum of %s, and the floor's restore of the 5 tables.\n", essentialsSuffix, essentialsWhat)
+		"server: the sum of %s, and the floor's restore of the 5 tables%s.\n", essentialsSuffix, essentialsWhat, essentialsStats)
 	fmt.Fprintf(w, "\nThe daemon's own timing at both sizes:\n\n")
 	fmt.Fprintf(w, "| variant | total_ms p50 | p99 | max | sessions | detect | verify | restore | schema | HTTP | fallbacks |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -676,7 +692,7 @@ func renderEngines(w *strings.Builder, r *Results) {
 				fmtMs(f.P50), fmtX(s.P50/f.P50), fmtMs(l.P50), fmtX(l.P50/f.P50), stats, fmtMs(phaseMedian(r.EngineResets, essentialsOf[v]+"@"+e.ID, 3)))
 		}
 	}
-	fmt.Fprintf(w, "\n\"The least\" is the \"…%s\" variant on the engine's own server: the sum of %s, and the floor's restore.\n", essentialsSuffix, essentialsWhat)
+	fmt.Fprintf(w, "\n\"The least\" is the \"…%s\" variant on the engine's own server: the sum of %s, and the floor's restore%s.\n", essentialsSuffix, essentialsWhat, essentialsStats)
 	fmt.Fprintf(w, "\nThe daemon's own timing of the same resets (as in the reset latency phase):\n\n")
 	fmt.Fprintf(w, "| variant | total_ms p50 | p99 | max | sessions | detect | verify | restore | schema | HTTP | fallbacks |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -778,12 +794,12 @@ func renderProtocol(w *strings.Builder, r *Results) {
 		"which tables are dirty; the daemon has to find out. Its extra tables sit on the daemon's server for the whole "+
 		"reset phase (and in the scale phase, where the same copy is made on each server).\n", floorDatabase)
 	fmt.Fprintf(w, "- **The least an exact reset does** (the `…%s` variants), on the same copy after the same test: the sum of "+
-		"%s, and the floor's restore. A reset that must find out which tables the test dirtied, reads that in a round trip "+
+		"%s, and the floor's restore%s. A reset that must find out which tables the test dirtied, reads that in a round trip "+
 		"before restoring and answers over REST cannot take less; ending the lease's sessions is left out, so this is a lower "+
-		"bound. A reset over its floor is then at least 1 + (REST + read) / floor; its growth from %d to %d tables at least "+
-		"1 + (the growth of REST + read) / (the reset at %d tables), if the rest of a reset does not shrink as tables are "+
+		"bound. A reset over its floor is then at least 1 + (REST + read + statistics) / floor; its growth from %d to %d tables at least "+
+		"1 + (the growth of REST + read + statistics) / (the reset at %d tables), if the rest of a reset does not shrink as tables are "+
 		"added. Where that least is over a bar that is not met, the targets table says the bar cannot be met on this machine.\n",
-		essentialsSuffix, essentialsWhat, pl.Tables, pl.BigTables, pl.Tables)
+		essentialsSuffix, essentialsWhat, essentialsStats, pl.Tables, pl.BigTables, pl.Tables)
 	fmt.Fprintf(w, "- **Standard workload** (`internal/workload`): %d InnoDB tables with auto-increment keys, a third with "+
 		"foreign keys (some `ON DELETE CASCADE`), 10 tables seeded with 100 rows, 2 views, 2 triggers, 1 stored procedure, "+
 		"applied as goose migrations; the test inserts into 5 tables (one seeded) and updates seeded rows.\n", pl.Tables)

@@ -159,7 +159,8 @@ type ResetSample struct {
 	// PhasesMs are the daemon's phases: sessions, detect, verify, restore,
 	// schema (testdbd variants); for the essentials variants, the REST
 	// round trip, the INNODB_SYS_TABLESTATS read (0: not read), the
-	// restore and the information_schema.TABLES read.
+	// restore, the information_schema.TABLES read and the statistics put
+	// back (0: none; absent from runs before it was timed).
 	PhasesMs []float64 `json:"phases_ms,omitempty"`
 	// Tables is the number of tables truncated (baselines) or restored
 	// (testdbd).
