@@ -789,7 +789,8 @@ func renderProtocol(w *strings.Builder, r *Results) {
 		"the benchmark as one multi-statement round trip on the daemon's own server, with no daemon in between: on a copy of the "+
 		"template the benchmark makes there (`%s`, definitions with foreign keys, rows, AUTO_INCREMENT), for each of the 5 "+
 		"tables the test writes, `TRUNCATE` (truncate) or `DELETE` (snapshot), `INSERT … SELECT` from the template and "+
-		"`ALTER TABLE … AUTO_INCREMENT` back to the template's value; for rollback, whose test runs in a transaction it rolls "+
+		"`ALTER TABLE … AUTO_INCREMENT` back to the template's value (truncate only where `TRUNCATE` and the copy leave "+
+		"another value, as testdbd does; in the standard workload they never do); for rollback, whose test runs in a transaction it rolls "+
 		"back, the `ALTER TABLE … AUTO_INCREMENT` of the 5 tables only (InnoDB does not roll the counter back). The floor knows "+
 		"which tables are dirty; the daemon has to find out. Its extra tables sit on the daemon's server for the whole "+
 		"reset phase (and in the scale phase, where the same copy is made on each server).\n", floorDatabase)
