@@ -161,17 +161,22 @@ func newFloorVariants(ctx context.Context, d *daemon, template, suffix string, p
 	if err != nil {
 		return nil, err
 	}
-	// What TRUNCATE and copying the rows leave the counter at: one past
-	// the highest id (the standard workload's key), 1 for an empty table.
-	// Where that is the template's, truncate needs no rewind (testdbd's
-	// resets skip it too).
+	// Each dirty table's rows, and what TRUNCATE and copying the rows leave
+	// its counter at: one past the highest id (the standard workload's
+	// key), 1 for an empty table. Where that is the template's, truncate
+	// needs no rewind (testdbd's resets skip it too). The rows count for
+	// testdbd's statistics statements (statsSQL below): the template's
+	// statistics go back to each table, and those holding rows are renamed
+	// so that the server loads them.
 	natural := map[string]int64{}
+	var dirty []*schema.Table
 	for _, tbl := range workload.Dirty {
-		var n int64
-		if err := admin.QueryRowContext(ctx, fmt.Sprintf("SELECT COALESCE(MAX(id), 0) + 1 FROM `%s`.`%s`", t.Database, tbl)).Scan(&n); err != nil {
+		var rows, next int64
+		if err := admin.QueryRowContext(ctx, fmt.Sprintf("SELECT COUNT(*), COALESCE(MAX(id), 0) + 1 FROM `%s`.`%s`", t.Database, tbl)).Scan(&rows, &next); err != nil {
 			return nil, err
 		}
-		natural[tbl] = n
+		natural[tbl] = next
+		dirty = append(dirty, &schema.Table{Name: tbl, Rows: rows})
 	}
 	restore := func(clear string, copyRows, rewind bool) string {
 		var b strings.Builder
@@ -189,17 +194,6 @@ func newFloorVariants(ctx context.Context, d *daemon, template, suffix string, p
 		}
 		b.WriteString("; SET FOREIGN_KEY_CHECKS = 1")
 		return b.String()
-	}
-	// The dirty tables as testdbd's statistics statements need them: the
-	// template's statistics go back to each, and those holding rows are
-	// renamed so that the server loads them.
-	var dirty []*schema.Table
-	for _, tbl := range workload.Dirty {
-		var rows int64
-		if err := admin.QueryRowContext(ctx, fmt.Sprintf("SELECT COUNT(*) FROM `%s`.`%s`", t.Database, tbl)).Scan(&rows); err != nil {
-			return nil, err
-		}
-		dirty = append(dirty, &schema.Table{Name: tbl, Rows: rows})
 	}
 	statsSQL, _ := (&schema.Schema{Database: t.Database}).StatsSQL(floorDatabase, dirty)
 	cfg.DBName = floorDatabase
