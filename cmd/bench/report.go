@@ -171,7 +171,7 @@ func barRows(r *Results) []bar {
 		add(phaseReset, fmt.Sprintf("reset p50 over the raw floor (the server's own restore of the 5 dirty tables, one round trip) — %s", short(v)),
 			fmt.Sprintf("≤ %gx", barOverFloor), fmt.Sprintf("%s (p50 %s ms over %s ms)%s", fmtX(x), fmtMs(p50), fmtMs(floor),
 				leastNote(least, barOverFloor, x <= barOverFloor, fmt.Sprintf("the floor after %s (p50 %s ms together), %s the floor",
-					essentialsParts(v), fmtMs(extra), fmtX(least)))), x <= barOverFloor)
+					essentialsParts(r.Resets, essentialsOf[v]), fmtMs(extra), fmtX(least)))), x <= barOverFloor)
 	}
 	for _, v := range strategyVariants {
 		x := disk.P50 / resetSummary(r.Resets, v).P50
@@ -194,7 +194,7 @@ func barRows(r *Results) []bar {
 			fmt.Sprintf("≤ %gx", barGrowth), fmt.Sprintf("%s (p50 %s → %s ms)%s", fmtX(x), fmtMs(small.P50), fmtMs(big.P50),
 				leastNote(least, barGrowth, x <= barGrowth, fmt.Sprintf("%s take p50 %s → %s ms, "+
 					"so a reset of p50 %s ms at %d tables grows at least %s, if the rest of it does not shrink as tables are added",
-					essentialsParts(v), fmtMs(es), fmtMs(eb), fmtMs(small.P50), r.Plan.Tables, fmtX(least)))), x <= barGrowth)
+					essentialsParts(r.Scale, fmt.Sprintf("%s@%d", essentialsOf[v], r.Plan.Tables)), fmtMs(es), fmtMs(eb), fmtMs(small.P50), r.Plan.Tables, fmtX(least)))), x <= barGrowth)
 	}
 	for _, v := range strategyVariants {
 		a, t := concurrentOf(r.Concurrent, "alone", v), concurrentOf(r.Concurrent, "together", v)
@@ -270,9 +270,10 @@ func barRows(r *Results) []bar {
 	return rows
 }
 
-// essentialsParts names what v's essentials add to its floor.
-func essentialsParts(v string) string {
-	if v == vTruncate {
+// essentialsParts names what the essentials variant e added to its floor,
+// as its samples show (the statistics part only where it was timed).
+func essentialsParts(samples []ResetSample, e string) string {
+	if phaseMedian(samples, e, 4) > 0 {
 		return "a REST round trip, one read of the table state and the statistics `TRUNCATE` empties put back"
 	}
 	return "a REST round trip and one read of the table state"
