@@ -132,6 +132,22 @@ func TestQuickRun(t *testing.T) {
 	if !(floors > 0) {
 		t.Error("no server CPU time for any floor's tests and restores")
 	}
+	// Each strategy's least loop ran beside it, with no error, and its CPU
+	// time was read.
+	for _, v := range strategyVariants {
+		full, _ := throughputRates(r.Throughput, loopOf[v])
+		if len(full) != r.Plan.ThroughputReps || !(median(full) > 0) {
+			t.Errorf("least loop of %s: rates %v, want %d runs", v, full, r.Plan.ThroughputReps)
+		}
+		if server, _, bench, _ := cleanCPU(r, loopOf[v]); !(server > 0 && bench > 0) {
+			t.Errorf("CPU time per clean database of %s: server %v, workers %v", loopOf[v], server, bench)
+		}
+	}
+	for _, tr := range r.Throughput {
+		if tr.Errors > 0 {
+			t.Errorf("throughput run of %s: %d errors", tr.Strategy, tr.Errors)
+		}
+	}
 	if len(r.ConcurrentCPU) != 2 || r.ConcurrentCPU[1].Mode != "together" || !(r.ConcurrentCPU[1].ServerCPUMs > 0 && r.ConcurrentCPU[1].DaemonCPUMs > 0) {
 		t.Errorf("CPU time of the concurrent phase: %+v", r.ConcurrentCPU)
 	}

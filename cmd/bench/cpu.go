@@ -152,9 +152,13 @@ func cleanCPU(r *Results, strategy string) (server, daemon, bench, floor float64
 	if loops == 0 {
 		return math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	}
-	fs, _, ft := resetCPU(r.Resets, floorOf[strategy])
 	n := float64(loops)
-	return server / n, daemon / n, bench / n, fs + ft
+	floor = math.NaN()
+	if f, ok := floorOf[strategy]; ok {
+		fs, _, ft := resetCPU(r.Resets, f)
+		floor = fs + ft
+	}
+	return server / n, daemon / n, bench / n, floor
 }
 
 // cpuCeiling is how many clean databases per second the machine's cores
@@ -172,13 +176,18 @@ func renderCleanCPU(w *strings.Builder, r *Results) {
 		"test), over the loops completed. \"at most\" is the machine's %d cores over that cost: the rate if nothing else ran and "+
 		"nothing waited (a run can hand out more for a while: the pool's ready databases are a head start, whose recycling the "+
 		"cost includes). The floor is the server's CPU time for the standard test and the floor's restore alone (the reset "+
-		"latency phase's means): no daemon, no REST, no connecting, no worker.\n\n", r.Machine.Cores)
+		"latency phase's means): no daemon, no REST, no connecting, no worker. For the least loops, \"daemon\" is its answering "+
+		"`GET /healthz`, and \"workers\" includes the recycle's client.\n\n", r.Machine.Cores)
 	fmt.Fprintf(w, "| strategy | server | daemon | workers | total | at most, per second | floor: server, test + restore | floor: at most, per second |\n|---|---|---|---|---|---|---|---|\n")
-	for _, v := range strategyVariants {
+	for _, v := range throughputVariants(r) {
 		server, daemon, bench, floor := cleanCPU(r, v)
 		total := server + daemon + bench
+		floorMs, floorRate := "—", "—"
+		if !math.IsNaN(floor) {
+			floorMs, floorRate = fmtMs(floor), fmtRate(cpuCeiling(r, floor))
+		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", v, fmtMs(server), fmtMs(daemon), fmtMs(bench), fmtMs(total),
-			fmtRate(cpuCeiling(r, total)), fmtMs(floor), fmtRate(cpuCeiling(r, floor)))
+			fmtRate(cpuCeiling(r, total)), floorMs, floorRate)
 	}
 	fmt.Fprintf(w, "\n")
 }

@@ -10,7 +10,10 @@
 //     through the REST API of a daemon running as a separate process;
 //   - acquire latency from a ready pool with 1, 8 and 32 concurrent clients,
 //     beside GET /healthz from as many clients (the REST floor);
-//   - clean databases handed out per second by 8 looping workers;
+//   - clean databases handed out per second by 8 looping workers, beside
+//     each strategy's least loop (loop.go: the same workers running the
+//     SQL a hand-out needs and two REST round trips, no daemon work), so
+//     that a rate above the least's is reported as not reachable here;
 //   - daemon start → template built → worker databases ready, and the idle
 //     server's memory;
 //   - reset cost at 100 versus 1,000 tables with the same test;

@@ -125,108 +125,157 @@ func newFloorVariants(ctx context.Context, d *daemon, template, suffix string, p
 		return nil, err
 	}
 	p := procs{server: int(inst.Pid)}
-	cfg, err := adminConfig(ctx, inst)
+	cfg, admin, mariadb, err := floorAdmin(ctx, inst)
 	if err != nil {
 		return nil, err
 	}
-	cfg.MultiStatements, cfg.InterpolateParams = true, true
-	// As the daemon's own sessions: the floor's restores stay out of the
-	// binary log.
-	cfg.Params = map[string]string{"sql_log_bin": "0"}
+	defer admin.Close()
+	if err := copyDatabase(ctx, admin, t.Database, floorDatabase); err != nil {
+		return nil, fmt.Errorf("copy of the template for the floor: %w", err)
+	}
+	fp, err := readFloorPlan(ctx, admin, t.Database)
+	if err != nil {
+		return nil, err
+	}
+	statsSQL := fp.statsSQL(floorDatabase)
+	cfg.DBName = floorDatabase
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
 	}
-	admin := sql.OpenDB(connector)
-	defer admin.Close()
-	var version string
-	if err := admin.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		return nil, err
-	}
-	mariadb := strings.Contains(version, "MariaDB")
-	if err := copyDatabase(ctx, admin, t.Database, floorDatabase); err != nil {
-		return nil, fmt.Errorf("copy of the template for the floor: %w", err)
-	}
-	autoInc := map[string]int64{}
-	err = schema.EachRow(ctx, admin, "SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
-		[]any{t.Database}, func(rows *sql.Rows) error {
-			var name string
-			var ai sql.NullInt64
-			if err := rows.Scan(&name, &ai); err != nil {
-				return err
-			}
-			autoInc[name] = max(ai.Int64, 1)
-			return nil
-		})
-	if err != nil {
-		return nil, err
-	}
-	// Each dirty table's rows, and what TRUNCATE and copying the rows leave
-	// its counter at: one past the highest id (the standard workload's
-	// key), 1 for an empty table. Where that is the template's, truncate
-	// needs no rewind (testdbd's resets skip it too). The rows count for
-	// testdbd's statistics statements (statsSQL below): the template's
-	// statistics go back to each table, and those holding rows are renamed
-	// so that the server loads them.
-	natural := map[string]int64{}
-	var dirty []*schema.Table
-	for _, tbl := range workload.Dirty {
-		var rows, next int64
-		if err := admin.QueryRowContext(ctx, fmt.Sprintf("SELECT COUNT(*), COALESCE(MAX(id), 0) + 1 FROM `%s`.`%s`", t.Database, tbl)).Scan(&rows, &next); err != nil {
-			return nil, err
-		}
-		natural[tbl] = next
-		dirty = append(dirty, &schema.Table{Name: tbl, Rows: rows})
-	}
-	restore := func(clear string, copyRows, rewind bool) string {
-		var b strings.Builder
-		b.WriteString("SET FOREIGN_KEY_CHECKS = 0")
-		for _, tbl := range workload.Dirty {
-			if clear != "" {
-				fmt.Fprintf(&b, "; %s `%s`", clear, tbl)
-			}
-			if copyRows {
-				fmt.Fprintf(&b, "; INSERT INTO `%s` SELECT * FROM `%s`.`%s`", tbl, t.Database, tbl)
-			}
-			if rewind && !(clear == "TRUNCATE TABLE" && autoInc[tbl] == natural[tbl]) {
-				fmt.Fprintf(&b, "; ALTER TABLE `%s` AUTO_INCREMENT = %d", tbl, autoInc[tbl])
-			}
-		}
-		b.WriteString("; SET FOREIGN_KEY_CHECKS = 1")
-		return b.String()
-	}
-	statsSQL, _ := (&schema.Schema{Database: t.Database}).StatsSQL(floorDatabase, dirty)
-	cfg.DBName = floorDatabase
-	if connector, err = mysql.NewConnector(cfg); err != nil {
-		return nil, err
-	}
 	var vs []variant
-	for _, v := range []struct {
-		strategy, label, reset string
-	}{
-		{vTruncate, vFloorTruncate, restore("TRUNCATE TABLE", true, true)},
-		{vSnapshot, vFloorSnapshot, restore("DELETE FROM", true, true)},
-		{vRollback, vFloorRollback, restore("", false, true)},
-		{vSnapshotKeep, vFloorSnapshotKeep, restore("DELETE FROM", true, false)},
-	} {
+	for _, v := range floorRestores {
 		add := func(label string, ess *daemon) {
 			db := sql.OpenDB(connector)
 			db.SetMaxOpenConns(1)
 			db.SetMaxIdleConns(1)
-			fv := &floorVariant{label: label + suffix, db: db, sql: v.reset, p: p, essentials: ess, mariadb: mariadb}
+			fv := &floorVariant{label: label + suffix, db: db, sql: fp.restore(v.strategy), p: p, essentials: ess, mariadb: mariadb}
 			if ess != nil && v.strategy == vTruncate {
 				fv.stats = statsSQL
 			}
 			vs = append(vs, fv)
 		}
 		if slices.Contains(plain, v.strategy) {
-			add(v.label, nil)
+			add(floorOf[v.strategy], nil)
 		}
 		if slices.Contains(essentials, v.strategy) {
 			add(essentialsOf[v.strategy], d)
 		}
 	}
 	return vs, nil
+}
+
+// floorPlan is what the floors' statements need to know of the template:
+// its database, and each dirty table's rows and AUTO_INCREMENT.
+type floorPlan struct {
+	template string
+	// autoInc is each dirty table's next AUTO_INCREMENT value in the
+	// template; natural what TRUNCATE and copying the rows leave it at:
+	// one past the highest id (the standard workload's key), 1 for an
+	// empty table. Where the two are equal, truncate needs no rewind
+	// (testdbd's resets skip it too).
+	autoInc, natural map[string]int64
+	// dirty are the dirty tables with their template row counts, for
+	// testdbd's statistics statements (statsSQL): the template's
+	// statistics go back to each table, and those holding rows are renamed
+	// so that the server loads them.
+	dirty []*schema.Table
+}
+
+// readFloorPlan reads the template's dirty tables on admin's server.
+func readFloorPlan(ctx context.Context, admin *sql.DB, template string) (*floorPlan, error) {
+	fp := &floorPlan{template: template, autoInc: map[string]int64{}, natural: map[string]int64{}}
+	err := schema.EachRow(ctx, admin, "SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
+		[]any{template}, func(rows *sql.Rows) error {
+			var name string
+			var ai sql.NullInt64
+			if err := rows.Scan(&name, &ai); err != nil {
+				return err
+			}
+			fp.autoInc[name] = max(ai.Int64, 1)
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	for _, tbl := range workload.Dirty {
+		var rows, next int64
+		if err := admin.QueryRowContext(ctx, fmt.Sprintf("SELECT COUNT(*), COALESCE(MAX(id), 0) + 1 FROM `%s`.`%s`", template, tbl)).Scan(&rows, &next); err != nil {
+			return nil, err
+		}
+		fp.natural[tbl] = next
+		fp.dirty = append(fp.dirty, &schema.Table{Name: tbl, Rows: rows})
+	}
+	return fp, nil
+}
+
+// floorRestore is the restore of a floor.
+type floorRestore struct {
+	strategy, clear  string // clear: how the dirty tables are emptied ("": they are not)
+	copyRows, rewind bool
+}
+
+// floorRestores are the floors' restores, by strategy variant (see
+// floorVariant).
+var floorRestores = []floorRestore{
+	{vTruncate, "TRUNCATE TABLE", true, true},
+	{vSnapshot, "DELETE FROM", true, true},
+	{vRollback, "", false, true},
+	{vSnapshotKeep, "DELETE FROM", true, false},
+}
+
+// restore is the floor's restore of strategy variant v, one batch on a
+// session whose default database is the one restored.
+func (fp *floorPlan) restore(v string) string {
+	r := floorRestores[slices.IndexFunc(floorRestores, func(r floorRestore) bool { return r.strategy == v })]
+	var b strings.Builder
+	b.WriteString("SET FOREIGN_KEY_CHECKS = 0")
+	for _, tbl := range workload.Dirty {
+		if r.clear != "" {
+			fmt.Fprintf(&b, "; %s `%s`", r.clear, tbl)
+		}
+		if r.copyRows {
+			fmt.Fprintf(&b, "; INSERT INTO `%s` SELECT * FROM `%s`.`%s`", tbl, fp.template, tbl)
+		}
+		if r.rewind && !(r.clear == "TRUNCATE TABLE" && fp.autoInc[tbl] == fp.natural[tbl]) {
+			fmt.Fprintf(&b, "; ALTER TABLE `%s` AUTO_INCREMENT = %d", tbl, fp.autoInc[tbl])
+		}
+	}
+	b.WriteString("; SET FOREIGN_KEY_CHECKS = 1")
+	return b.String()
+}
+
+// statsSQL is what testdbd runs to give the dirty tables of database db
+// the template's statistics (essentialsStats), as it does: in READ
+// COMMITTED, which takes no gap locks in the statistics tables that every
+// database shares.
+func (fp *floorPlan) statsSQL(db string) string {
+	q, _ := (&schema.Schema{Database: fp.template}).StatsSQL(db, fp.dirty)
+	return "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;\n" + q
+}
+
+// floorAdmin logs in to in's server with every privilege (adminConfig) for
+// the floors' work: several statements a round trip, kept out of the
+// binary log as the daemon's own sessions are. It returns the
+// configuration, a pool, and whether the server is MariaDB's.
+func floorAdmin(ctx context.Context, in client.Instance) (*mysql.Config, *sql.DB, bool, error) {
+	cfg, err := adminConfig(ctx, in)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	cfg.MultiStatements, cfg.InterpolateParams = true, true
+	cfg.Params = map[string]string{"sql_log_bin": "0"}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	admin := sql.OpenDB(connector)
+	var version string
+	if err := admin.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		admin.Close()
+		return nil, nil, false, err
+	}
+	return cfg, admin, strings.Contains(version, "MariaDB"), nil
 }
 
 // templateInstance returns template and the instance of d that holds it.

@@ -631,15 +631,41 @@ func together(n int, f func(i int)) {
 }
 
 // throughputPhase: workers loop acquire → write → release; the released
-// database is reset in the background by the lease's strategy.
+// database is reset in the background by the lease's strategy. Beside
+// each strategy's runs, interleaved with them, its least loop's (loop.go).
 func (b *bench) throughputPhase(ctx context.Context, d *daemon) error {
-	strategies := []string{vTruncate, vSnapshot, vRollback}
+	least, ok, err := newLeastLoop(ctx, d, mainTemplate, b.plan.ThroughputWorkers)
+	if err != nil {
+		return err
+	}
+	if ok {
+		defer least.close(context.WithoutCancel(ctx))
+	} else {
+		b.progress("throughput: the least loops are left out: the server is not MariaDB's")
+	}
+	var runs []string
+	for _, s := range []string{vTruncate, vSnapshot, vRollback} {
+		runs = append(runs, s)
+		if ok {
+			runs = append(runs, loopOf[s])
+		}
+	}
 	for rep := 0; rep < b.plan.ThroughputReps; rep++ {
-		for _, s := range batchOrder(strategies, rep) {
+		for _, s := range batchOrder(runs, rep) {
 			if err := d.waitIdle(ctx, mainTemplate, b.plan.PoolSize); err != nil {
 				return err
 			}
-			r, err := b.throughputRun(ctx, d, s)
+			var r ThroughputRun
+			var err error
+			if strategy, isLoop := loopStrategy(s); isLoop {
+				r, err = b.throughputRun(ctx, d, s, func(ctx context.Context, w int) (handOutTimes, error) {
+					return least.handOut(ctx, strategy, w)
+				})
+			} else {
+				r, err = b.throughputRun(ctx, d, s, func(ctx context.Context, w int) (handOutTimes, error) {
+					return handOut(ctx, d, s, fmt.Sprintf("tp-%d", w))
+				})
+			}
 			if err != nil {
 				return err
 			}
@@ -652,7 +678,21 @@ func (b *bench) throughputPhase(ctx context.Context, d *daemon) error {
 	return d.waitIdle(ctx, mainTemplate, b.plan.PoolSize)
 }
 
-func (b *bench) throughputRun(ctx context.Context, d *daemon, strategy string) (ThroughputRun, error) {
+// loopStrategy returns the strategy variant whose least loop run is.
+func loopStrategy(run string) (string, bool) {
+	for v, l := range loopOf {
+		if l == run {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// throughputRun runs plan.ThroughputWorkers workers, each calling loop with
+// its number until the run's time is up, and then waits until the daemon
+// has recycled every database released in it: the CPU time counts to that
+// point.
+func (b *bench) throughputRun(ctx context.Context, d *daemon, strategy string, loop func(ctx context.Context, w int) (handOutTimes, error)) (ThroughputRun, error) {
 	dur := time.Duration(b.plan.ThroughputSeconds * float64(time.Second))
 	r := ThroughputRun{Strategy: strategy, Workers: b.plan.ThroughputWorkers, Seconds: b.plan.ThroughputSeconds,
 		PerBucket: make([]int, int(math.Ceil(b.plan.ThroughputSeconds*10)))}
@@ -671,7 +711,7 @@ func (b *bench) throughputRun(ctx context.Context, d *daemon, strategy string) (
 		go func() {
 			defer wg.Done()
 			for time.Since(start) < dur && ctx.Err() == nil {
-				h, err := handOut(ctx, d, strategy, fmt.Sprintf("tp-%d", w))
+				h, err := loop(ctx, w)
 				at := time.Since(start)
 				mu.Lock()
 				switch {

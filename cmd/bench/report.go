@@ -229,7 +229,8 @@ func barRows(r *Results) []bar {
 		full, steady := throughputRates(r.Throughput, v)
 		add(phaseThroughput, fmt.Sprintf("clean databases per second, %d workers acquire → write → release — %s", r.Plan.ThroughputWorkers, short(v)),
 			fmt.Sprintf("≥ %g/s", barPerSecond),
-			fmt.Sprintf("%s/s steady (%s/s over the whole run; median of %d runs)%s", fmtRate(median(steady)), fmtRate(median(full)), len(full), cpuNote(r, v)),
+			fmt.Sprintf("%s/s steady (%s/s over the whole run; median of %d runs)%s%s", fmtRate(median(steady)), fmtRate(median(full)), len(full), cpuNote(r, v),
+				loopNote(r, v, median(steady) >= barPerSecond)),
 			median(steady) >= barPerSecond)
 	}
 	for _, kind := range []string{"restart", "first"} {
@@ -268,6 +269,23 @@ func barRows(r *Results) []bar {
 		}
 	}
 	return rows
+}
+
+// loopNote describes, for the throughput bar of strategy variant v, its
+// least loop's rate (loop.go): where that is under the bar, the bar cannot
+// be met on this machine. Nothing without least loops.
+func loopNote(r *Results, v string, met bool) string {
+	_, steady := throughputRates(r.Throughput, loopOf[v])
+	if len(steady) == 0 {
+		return ""
+	}
+	least := median(steady)
+	what := fmt.Sprintf("%s/s steady (median of %d runs) by the benchmark's own loop of the SQL a hand-out needs and two REST "+
+		"round trips, no daemon work (see Clean databases handed out per second)", fmtRate(least), len(steady))
+	if met || least >= barPerSecond {
+		return "; the least: " + what
+	}
+	return "; the least: " + what + ", already under the bar, so it cannot be met on this machine"
 }
 
 // essentialsParts names what the essentials variant e added to its floor,
@@ -509,6 +527,19 @@ func throughputRates(runs []ThroughputRun, strategy string) (full, steady []floa
 	return full, steady
 }
 
+// throughputVariants are the throughput runs' strategies and, after each,
+// its least loop where the run has one.
+func throughputVariants(r *Results) []string {
+	var out []string
+	for _, v := range strategyVariants {
+		out = append(out, v)
+		if full, _ := throughputRates(r.Throughput, loopOf[v]); len(full) > 0 {
+			out = append(out, loopOf[v])
+		}
+	}
+	return out
+}
+
 func renderThroughput(w *strings.Builder, r *Results) {
 	fmt.Fprintf(w, "## Clean databases handed out per second\n\n")
 	fmt.Fprintf(w, "%d workers, each looping: acquire a lease (REST), connect with the lease's own user, run the standard test "+
@@ -516,8 +547,10 @@ func renderThroughput(w *strings.Builder, r *Results) {
 		"database in the background by the lease's strategy before handing it out again. Pool of %d. Each run lasts %g s; "+
 		"\"steady\" leaves out the first second, while the pool's ready databases give a head start.\n\n",
 		r.Plan.ThroughputWorkers, r.Plan.PoolSize, r.Plan.ThroughputSeconds)
+	fmt.Fprintf(w, "Beside each strategy's runs, interleaved with them, its least loop (\"%s\"): %s. Its acquire and release "+
+		"are the REST round trips, and its release includes the recycle.\n\n", loopSuffix, loopWhat)
 	fmt.Fprintf(w, "| strategy | runs | per second, each run | median | steady, each run | steady median | acquires that waited | loop parts, median ms: acquire / connect+test / release | errors |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, v := range strategyVariants {
+	for _, v := range throughputVariants(r) {
 		full, steady := throughputRates(r.Throughput, v)
 		errs, waited, handed := 0, 0, 0
 		var acq, work, rel []float64
@@ -527,8 +560,12 @@ func renderThroughput(w *strings.Builder, r *Results) {
 				acq, work, rel = append(acq, t.AcquireMs), append(work, t.WorkMs), append(rel, t.ReleaseMs)
 			}
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %d of %d | %s / %s / %s | %d |\n", v, len(full), joinRates(full), fmtRate(median(full)),
-			joinRates(steady), fmtRate(median(steady)), waited, handed, fmtMs(median(acq)), fmtMs(median(work)), fmtMs(median(rel)), errs)
+		waits := fmt.Sprintf("%d of %d", waited, handed)
+		if _, isLoop := loopStrategy(v); isLoop {
+			waits = "—"
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s / %s / %s | %d |\n", v, len(full), joinRates(full), fmtRate(median(full)),
+			joinRates(steady), fmtRate(median(steady)), waits, fmtMs(median(acq)), fmtMs(median(work)), fmtMs(median(rel)), errs)
 	}
 	fmt.Fprintf(w, "\n")
 	renderCleanCPU(w, r)

@@ -177,6 +177,12 @@ func openLease(l *client.Lease) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lease dsn: %w", err)
 	}
+	return openOne(cfg)
+}
+
+// openOne opens a pool of one connection by cfg, which waits up to 10 s
+// to connect.
+func openOne(cfg *mysql.Config) (*sql.DB, error) {
 	cfg.Timeout = 10 * time.Second
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {

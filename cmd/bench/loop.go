@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/testdbd/testdbd/accounts"
+	"github.com/testdbd/testdbd/internal/random"
+	"github.com/testdbd/testdbd/strategies"
+)
+
+// The least a clean database handed out costs, looped beside testdbd's
+// throughput runs by as many workers: the benchmark does itself, with no
+// daemon work in between, what every hand-out needs and nothing else. Each
+// worker owns a copy of the template and an account with privileges on it
+// alone, and loops:
+//
+//   - a REST round trip to the daemon (GET /healthz, which does no work),
+//     where testdbd's workers acquire;
+//   - connect with the account's password, run the standard test (the
+//     rollback variant inside a transaction it rolls back), disconnect;
+//   - another REST round trip, where testdbd's workers release;
+//   - the recycle, in one round trip of its own: end the account's
+//     sessions (KILL HARD CONNECTION USER, MariaDB), give it a new
+//     password, so that the old one stops working, and the floor's restore
+//     of the dirty tables (floorVariant); for truncate followed, in a round
+//     trip of its own as in testdbd's resets, by the statistics TRUNCATE
+//     empties (essentialsStats).
+//
+// No detection (the benchmark knows the dirty tables), no baseline, no
+// bookkeeping: its rate is the most the machine allows for the bar's work.
+const loopSuffix = " + REST, looped"
+
+// loopOf names each strategy variant's least loop.
+var loopOf = func() map[string]string {
+	out := map[string]string{}
+	for _, v := range strategyVariants {
+		out[v] = floorOf[v] + loopSuffix
+	}
+	return out
+}()
+
+// loopWhat describes a least loop for the report.
+const loopWhat = "the benchmark's own loop of what a hand-out needs and nothing else, as many workers, each on a copy of the " +
+	"template with an account of its own: a REST round trip to the daemon (`GET /healthz`) where testdbd's workers acquire, " +
+	"connect with the account's password, the standard test, disconnect, another REST round trip where they release, then in " +
+	"one round trip the account's sessions ended (`KILL HARD CONNECTION USER`), a new password, and the floor's restore of the " +
+	"5 dirty tables (for truncate with the statistics `TRUNCATE` empties put back); no detection, no daemon work"
+
+// leastLoop is the least loops' databases and accounts on the server of
+// the throughput daemon.
+type leastLoop struct {
+	d        *daemon
+	restores map[string]string // the floors' restores, by strategy variant
+	addr     string            // the server's address for the workers (TCP)
+	dbs      []*loopDB
+}
+
+// loopDB is one worker's copy of the template and its account.
+type loopDB struct {
+	name, user, password string
+	admin                *sql.DB // one session, on the database
+	stats                string  // the statistics' statements, for truncate
+}
+
+// loopDatabase names worker i's copy.
+func loopDatabase(i int) string { return "tdbbench_loop_" + strconv.Itoa(i) }
+
+// newLeastLoop copies template's database once per worker on d's server
+// and gives each copy an account. ok is false, with no error, where the
+// server is not MariaDB's (the recycle's KILL … USER is MariaDB's).
+func newLeastLoop(ctx context.Context, d *daemon, template string, workers int) (_ *leastLoop, ok bool, err error) {
+	t, inst, err := templateInstance(ctx, d, template)
+	if err != nil {
+		return nil, false, err
+	}
+	cfg, admin, mariadb, err := floorAdmin(ctx, inst)
+	if err != nil {
+		return nil, false, err
+	}
+	defer admin.Close()
+	if !mariadb {
+		return nil, false, nil
+	}
+	fp, err := readFloorPlan(ctx, admin, t.Database)
+	if err != nil {
+		return nil, false, err
+	}
+	l := &leastLoop{d: d, restores: map[string]string{}, addr: net.JoinHostPort(inst.Host, strconv.Itoa(int(inst.Port)))}
+	for _, v := range strategyVariants {
+		l.restores[v] = fp.restore(v)
+	}
+	defer func() {
+		if err != nil {
+			l.close(context.WithoutCancel(ctx))
+		}
+	}()
+	for i := range workers {
+		name := loopDatabase(i)
+		if err := copyDatabase(ctx, admin, t.Database, name); err != nil {
+			return nil, false, fmt.Errorf("copy of the template for the least loop: %w", err)
+		}
+		a, err := accounts.Create(ctx, admin, "tdbbench_", name, 0)
+		if err != nil {
+			return nil, false, err
+		}
+		c := *cfg
+		c.DBName = name
+		connector, err := mysql.NewConnector(&c)
+		if err != nil {
+			return nil, false, err
+		}
+		db := &loopDB{name: name, user: a.User, password: a.Password, admin: sql.OpenDB(connector), stats: fp.statsSQL(name)}
+		db.admin.SetMaxOpenConns(1)
+		db.admin.SetMaxIdleConns(1)
+		l.dbs = append(l.dbs, db)
+	}
+	return l, true, nil
+}
+
+// handOut is one loop of worker w (see leastLoop): the REST round trips'
+// times are acquire and release, the recycle's is part of release.
+func (l *leastLoop) handOut(ctx context.Context, strategy string, w int) (handOutTimes, error) {
+	var h handOutTimes
+	db := l.dbs[w]
+	t0 := time.Now()
+	if err := l.d.api.Health(ctx); err != nil {
+		return h, err
+	}
+	t1 := time.Now()
+	h.acquire = ms(t1.Sub(t0))
+	c := mysql.NewConfig()
+	c.User, c.Passwd, c.DBName, c.Net, c.Addr = db.user, db.password, db.name, "tcp", l.addr
+	conn, err := openOne(c)
+	if err != nil {
+		return h, err
+	}
+	err = runTest(ctx, conn, strategy == vRollback)
+	conn.Close()
+	if err != nil {
+		return h, err
+	}
+	t2 := time.Now()
+	h.work = ms(t2.Sub(t1))
+	if err := l.d.api.Health(ctx); err != nil {
+		return h, err
+	}
+	password := random.String(24, random.Alnum)
+	q := fmt.Sprintf("KILL HARD CONNECTION USER '%s'; ALTER USER %s IDENTIFIED BY '%s'; %s", db.user, accounts.Quote(db.user), password,
+		l.restores[strategy])
+	if err := execRetrying(ctx, db.admin, q); err != nil {
+		return h, fmt.Errorf("least loop's recycle of %s: %w", db.name, err)
+	}
+	if strategy == vTruncate {
+		if err := execRetrying(ctx, db.admin, db.stats); err != nil {
+			return h, fmt.Errorf("least loop's statistics of %s: %w", db.name, err)
+		}
+	}
+	db.password = password
+	h.release = ms(time.Since(t2))
+	return h, nil
+}
+
+// execRetrying runs a batch up to 5 times while the server fails it with a
+// deadlock or lock wait, as testdbd's resets do: concurrent statistics
+// statements of several databases write the same tables. Every batch of
+// the loop can run again.
+func execRetrying(ctx context.Context, db *sql.DB, q string) error {
+	for attempt := 0; ; attempt++ {
+		_, err := db.ExecContext(ctx, q)
+		if err == nil || attempt == 4 || !strategies.Retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
+	}
+}
+
+// close drops the copies and their accounts.
+func (l *leastLoop) close(ctx context.Context) {
+	for _, db := range l.dbs {
+		// Unchecked: the daemon's server goes with the daemon, so nothing
+		// outlives the run either way.
+		_, _ = db.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+db.name+"`; DROP USER IF EXISTS "+accounts.Quote(db.user))
+		db.admin.Close()
+	}
+}
