@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -53,10 +54,15 @@ const loopWhat = "the benchmark's own loop of what a hand-out needs and nothing 
 	"one round trip the account's sessions ended (`KILL HARD CONNECTION USER`), a new password, and the floor's restore of the " +
 	"5 dirty tables (for truncate with the statistics `TRUNCATE` empties put back); no detection, no daemon work"
 
-// leastLoop is the least loops' databases and accounts on the server of
-// the throughput daemon.
+// leastLoop is the least loops' work on the server of the throughput
+// daemon. Each run has databases and accounts of its own (open, close):
+// the copies would otherwise sit on the server during testdbd's runs,
+// whose detection reads time for every table there.
 type leastLoop struct {
 	d        *daemon
+	cfg      *mysql.Config // the administrative login
+	template string        // the template's database
+	fp       *floorPlan
 	restores map[string]string // the floors' restores, by strategy variant
 	addr     string            // the server's address for the workers (TCP)
 	dbs      []*loopDB
@@ -72,10 +78,10 @@ type loopDB struct {
 // loopDatabase names worker i's copy.
 func loopDatabase(i int) string { return "tdbbench_loop_" + strconv.Itoa(i) }
 
-// newLeastLoop copies template's database once per worker on d's server
-// and gives each copy an account. ok is false, with no error, where the
-// server is not MariaDB's (the recycle's KILL … USER is MariaDB's).
-func newLeastLoop(ctx context.Context, d *daemon, template string, workers int) (_ *leastLoop, ok bool, err error) {
+// newLeastLoop prepares the least loops of template on d's server. ok is
+// false, with no error, where the server is not MariaDB's (the recycle's
+// KILL … USER is MariaDB's).
+func newLeastLoop(ctx context.Context, d *daemon, template string) (_ *leastLoop, ok bool, err error) {
 	t, inst, err := templateInstance(ctx, d, template)
 	if err != nil {
 		return nil, false, err
@@ -92,36 +98,51 @@ func newLeastLoop(ctx context.Context, d *daemon, template string, workers int) 
 	if err != nil {
 		return nil, false, err
 	}
-	l := &leastLoop{d: d, restores: map[string]string{}, addr: net.JoinHostPort(inst.Host, strconv.Itoa(int(inst.Port)))}
+	l := &leastLoop{d: d, cfg: cfg, template: t.Database, fp: fp, restores: map[string]string{},
+		addr: net.JoinHostPort(inst.Host, strconv.Itoa(int(inst.Port)))}
 	for _, v := range strategyVariants {
 		l.restores[v] = fp.restore(v)
 	}
+	return l, true, nil
+}
+
+// open copies the template once per worker and gives each copy an
+// account.
+func (l *leastLoop) open(ctx context.Context, workers int) (err error) {
+	connector, err := mysql.NewConnector(l.cfg)
+	if err != nil {
+		return err
+	}
+	admin := sql.OpenDB(connector)
+	defer admin.Close()
 	defer func() {
 		if err != nil {
-			l.close(context.WithoutCancel(ctx))
+			err = errors.Join(err, l.close(context.WithoutCancel(ctx)))
 		}
 	}()
 	for i := range workers {
 		name := loopDatabase(i)
-		if err := copyDatabase(ctx, admin, t.Database, name); err != nil {
-			return nil, false, fmt.Errorf("copy of the template for the least loop: %w", err)
+		if err := copyDatabase(ctx, admin, l.template, name); err != nil {
+			return fmt.Errorf("copy of the template for the least loop: %w", err)
 		}
-		a, err := accounts.Create(ctx, admin, "tdbbench_", name, 0)
-		if err != nil {
-			return nil, false, err
-		}
-		c := *cfg
+		db := &loopDB{name: name, stats: l.fp.statsSQL(name)}
+		c := *l.cfg
 		c.DBName = name
 		connector, err := mysql.NewConnector(&c)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		db := &loopDB{name: name, user: a.User, password: a.Password, admin: sql.OpenDB(connector), stats: fp.statsSQL(name)}
+		db.admin = sql.OpenDB(connector)
 		db.admin.SetMaxOpenConns(1)
 		db.admin.SetMaxIdleConns(1)
 		l.dbs = append(l.dbs, db)
+		a, err := accounts.Create(ctx, admin, "tdbbench_", name, 0)
+		if err != nil {
+			return err
+		}
+		db.user, db.password = a.User, a.Password
 	}
-	return l, true, nil
+	return nil
 }
 
 // handOut is one loop of worker w (see leastLoop): the REST round trips'
@@ -182,11 +203,18 @@ func execRetrying(ctx context.Context, db *sql.DB, q string) error {
 }
 
 // close drops the copies and their accounts.
-func (l *leastLoop) close(ctx context.Context) {
+func (l *leastLoop) close(ctx context.Context) error {
+	var errs []error
 	for _, db := range l.dbs {
-		// Unchecked: the daemon's server goes with the daemon, so nothing
-		// outlives the run either way.
-		_, _ = db.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+db.name+"`; DROP USER IF EXISTS "+accounts.Quote(db.user))
+		q := "DROP DATABASE IF EXISTS `" + db.name + "`"
+		if db.user != "" {
+			q += "; DROP USER IF EXISTS " + accounts.Quote(db.user)
+		}
+		if _, err := db.admin.ExecContext(ctx, q); err != nil {
+			errs = append(errs, fmt.Errorf("drop the least loop's %s: %w", db.name, err))
+		}
 		db.admin.Close()
 	}
+	l.dbs = nil
+	return errors.Join(errs...)
 }

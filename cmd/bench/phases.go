@@ -634,13 +634,11 @@ func together(n int, f func(i int)) {
 // database is reset in the background by the lease's strategy. Beside
 // each strategy's runs, interleaved with them, its least loop's (loop.go).
 func (b *bench) throughputPhase(ctx context.Context, d *daemon) error {
-	least, ok, err := newLeastLoop(ctx, d, mainTemplate, b.plan.ThroughputWorkers)
+	least, ok, err := newLeastLoop(ctx, d, mainTemplate)
 	if err != nil {
 		return err
 	}
-	if ok {
-		defer least.close(context.WithoutCancel(ctx))
-	} else {
+	if !ok {
 		b.progress("throughput: the least loops are left out: the server is not MariaDB's")
 	}
 	var runs []string
@@ -658,9 +656,7 @@ func (b *bench) throughputPhase(ctx context.Context, d *daemon) error {
 			var r ThroughputRun
 			var err error
 			if strategy, isLoop := loopStrategy(s); isLoop {
-				r, err = b.throughputRun(ctx, d, s, func(ctx context.Context, w int) (handOutTimes, error) {
-					return least.handOut(ctx, strategy, w)
-				})
+				r, err = b.leastRun(ctx, d, least, s, strategy)
 			} else {
 				r, err = b.throughputRun(ctx, d, s, func(ctx context.Context, w int) (handOutTimes, error) {
 					return handOut(ctx, d, s, fmt.Sprintf("tp-%d", w))
@@ -676,6 +672,18 @@ func (b *bench) throughputPhase(ctx context.Context, d *daemon) error {
 		}
 	}
 	return d.waitIdle(ctx, mainTemplate, b.plan.PoolSize)
+}
+
+// leastRun is one run of strategy's least loop (named run), on databases
+// made for it and dropped after it.
+func (b *bench) leastRun(ctx context.Context, d *daemon, least *leastLoop, run, strategy string) (ThroughputRun, error) {
+	if err := least.open(ctx, b.plan.ThroughputWorkers); err != nil {
+		return ThroughputRun{}, err
+	}
+	r, err := b.throughputRun(ctx, d, run, func(ctx context.Context, w int) (handOutTimes, error) {
+		return least.handOut(ctx, strategy, w)
+	})
+	return r, errors.Join(err, least.close(context.WithoutCancel(ctx)))
 }
 
 // loopStrategy returns the strategy variant whose least loop run is.
