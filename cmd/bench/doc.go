@@ -13,7 +13,8 @@
 //   - clean databases handed out per second by 8 looping workers, beside
 //     each strategy's least loop (loop.go: the same workers running the
 //     SQL a hand-out needs and two REST round trips, no daemon work), so
-//     that a rate above the least's is reported as not reachable here;
+//     that a rate above what the cores allow at the least's CPU time per
+//     clean database is reported as not reachable here;
 //   - daemon start → template built → worker databases ready, and the idle
 //     server's memory;
 //   - reset cost at 100 versus 1,000 tables with the same test;

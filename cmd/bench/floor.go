@@ -234,7 +234,9 @@ func (fp *floorPlan) restore(v string) string {
 		if r.clear != "" {
 			fmt.Fprintf(&b, "; %s `%s`", r.clear, tbl)
 		}
-		if r.copyRows {
+		if r.copyRows && fp.rows(tbl) > 0 {
+			// An empty template table has no rows to copy: testdbd skips
+			// the copy too.
 			fmt.Fprintf(&b, "; INSERT INTO `%s` SELECT * FROM `%s`.`%s`", tbl, fp.template, tbl)
 		}
 		if r.rewind && !(r.clear == "TRUNCATE TABLE" && fp.autoInc[tbl] == fp.natural[tbl]) {
@@ -243,6 +245,16 @@ func (fp *floorPlan) restore(v string) string {
 	}
 	b.WriteString("; SET FOREIGN_KEY_CHECKS = 1")
 	return b.String()
+}
+
+// rows is dirty table tbl's row count in the template.
+func (fp *floorPlan) rows(tbl string) int64 {
+	for _, t := range fp.dirty {
+		if t.Name == tbl {
+			return t.Rows
+		}
+	}
+	return 0
 }
 
 // statsSQL is what testdbd runs to give the dirty tables of database db
