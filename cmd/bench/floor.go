@@ -175,10 +175,11 @@ type floorPlan struct {
 	// empty table. Where the two are equal, truncate needs no rewind
 	// (testdbd's resets skip it too).
 	autoInc, natural map[string]int64
-	// dirty are the dirty tables with their template row counts, for
-	// testdbd's statistics statements (statsSQL): the template's
-	// statistics go back to each table, and those holding rows are renamed
-	// so that the server loads them.
+	// dirty are the dirty tables (workload.Dirty, in its order) with their
+	// template row counts: the restores copy rows into those that have
+	// some, and testdbd's statistics statements (statsSQL) give the
+	// template's statistics back to each and rename those holding rows so
+	// that the server loads them.
 	dirty []*schema.Table
 }
 
@@ -230,11 +231,12 @@ func (fp *floorPlan) restore(v string) string {
 	r := floorRestores[slices.IndexFunc(floorRestores, func(r floorRestore) bool { return r.strategy == v })]
 	var b strings.Builder
 	b.WriteString("SET FOREIGN_KEY_CHECKS = 0")
-	for _, tbl := range workload.Dirty {
+	for _, t := range fp.dirty {
+		tbl := t.Name
 		if r.clear != "" {
 			fmt.Fprintf(&b, "; %s `%s`", r.clear, tbl)
 		}
-		if r.copyRows && fp.rows(tbl) > 0 {
+		if r.copyRows && t.Rows > 0 {
 			// An empty template table has no rows to copy: testdbd skips
 			// the copy too.
 			fmt.Fprintf(&b, "; INSERT INTO `%s` SELECT * FROM `%s`.`%s`", tbl, fp.template, tbl)
@@ -245,16 +247,6 @@ func (fp *floorPlan) restore(v string) string {
 	}
 	b.WriteString("; SET FOREIGN_KEY_CHECKS = 1")
 	return b.String()
-}
-
-// rows is dirty table tbl's row count in the template.
-func (fp *floorPlan) rows(tbl string) int64 {
-	for _, t := range fp.dirty {
-		if t.Name == tbl {
-			return t.Rows
-		}
-	}
-	return 0
 }
 
 // statsSQL is what testdbd runs to give the dirty tables of database db

@@ -69,7 +69,6 @@ const loopWhat = "the benchmark's own loop of what a hand-out needs and nothing 
 type leastLoop struct {
 	d        *daemon
 	cfg      *mysql.Config // the administrative login
-	template string        // the template's database
 	fp       *floorPlan
 	restores map[string]string // the floors' restores, by strategy variant
 	addr     string            // the server's address for the workers (TCP)
@@ -107,7 +106,7 @@ func newLeastLoop(ctx context.Context, d *daemon, template string) (_ *leastLoop
 	if err != nil {
 		return nil, false, err
 	}
-	l := &leastLoop{d: d, cfg: cfg, template: t.Database, fp: fp, restores: map[string]string{},
+	l := &leastLoop{d: d, cfg: cfg, fp: fp, restores: map[string]string{},
 		addr: net.JoinHostPort(inst.Host, strconv.Itoa(int(inst.Port))), pid: int(inst.Pid)}
 	for _, v := range strategyVariants {
 		l.restores[v] = fp.restore(v)
@@ -142,7 +141,7 @@ func (l *leastLoop) open(ctx context.Context, workers int) (err error) {
 		db.admin.SetMaxIdleConns(1)
 		// Listed first, so that close drops what a failed copy left.
 		l.dbs = append(l.dbs, db)
-		if err := copyDatabase(ctx, admin, l.template, name); err != nil {
+		if err := copyDatabase(ctx, admin, l.fp.template, name); err != nil {
 			return fmt.Errorf("copy of the template for the least loop: %w", err)
 		}
 		a, err := accounts.Create(ctx, admin, "tdbbench_", name, 0)
