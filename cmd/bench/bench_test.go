@@ -17,24 +17,37 @@ import (
 	"github.com/testdbd/testdbd/internal/testenv"
 )
 
+// needServer skips the test, saying why, in -short mode, and fails it
+// where the native server's binary is missing.
+func needServer(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
+	if _, err := native.FindBinary(""); err != nil {
+		t.Fatalf("%v\n(make test installs it)", err)
+	}
+}
+
+// goBuild builds package pkg (a path from this directory) into dir/name,
+// without the race detector, and returns the binary's path.
+func goBuild(t *testing.T, dir, name, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
 // TestQuickRun runs `bench --quick` end to end, as a process built without
 // the race detector, against a daemon binary built the same way: every
 // phase, with real servers, so that the benchmark never rots. Then it checks
 // that `bench report` recomputes exactly the report the run wrote.
 func TestQuickRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real servers and daemons for about a minute")
-	}
-	if _, err := native.FindBinary(""); err != nil {
-		t.Fatalf("%v\n(make test installs it)", err)
-	}
+	needServer(t, "starts real servers and daemons for about a minute")
 	dir := t.TempDir()
-	bench, daemon := filepath.Join(dir, "bench"), filepath.Join(dir, "testdbd")
-	for _, b := range [][]string{{bench, "."}, {daemon, "../testdbd"}} {
-		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
-		}
-	}
+	bench, daemon := goBuild(t, dir, "bench", "."), goBuild(t, dir, "testdbd", "../testdbd")
 	out := filepath.Join(dir, "out")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()

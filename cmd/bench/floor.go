@@ -16,6 +16,7 @@ import (
 
 	"github.com/testdbd/testdbd/client"
 	"github.com/testdbd/testdbd/instance/serverimage"
+	"github.com/testdbd/testdbd/internal/filename"
 	"github.com/testdbd/testdbd/internal/workload"
 	"github.com/testdbd/testdbd/schema"
 )
@@ -181,19 +182,41 @@ type floorPlan struct {
 	// template's statistics back to each and rename those holding rows so
 	// that the server loads them.
 	dirty []*schema.Table
+	// base are the template's tables (not views), those copyDatabase
+	// copies, with a row count of 1 whatever theirs: enough for their
+	// statistics to be loaded anew (statsSQLOf).
+	base []*schema.Table
+	// stats are the template's statistics figures, by key (see
+	// tableStatsCols).
+	stats map[string]string
+}
+
+// table returns the template's base table name, with its rows where it is
+// a dirty table, or nil.
+func (fp *floorPlan) table(name string) *schema.Table {
+	for _, ts := range [][]*schema.Table{fp.dirty, fp.base} {
+		if i := slices.IndexFunc(ts, func(t *schema.Table) bool { return t.Name == name }); i >= 0 {
+			return ts[i]
+		}
+	}
+	return nil
 }
 
 // readFloorPlan reads the template's dirty tables on admin's server.
 func readFloorPlan(ctx context.Context, admin *sql.DB, template string) (*floorPlan, error) {
 	fp := &floorPlan{template: template, autoInc: map[string]int64{}, natural: map[string]int64{}}
-	err := schema.EachRow(ctx, admin, "SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
+	err := schema.EachRow(ctx, admin, "SELECT TABLE_NAME, AUTO_INCREMENT, TABLE_TYPE = 'BASE TABLE' FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
 		[]any{template}, func(rows *sql.Rows) error {
 			var name string
 			var ai sql.NullInt64
-			if err := rows.Scan(&name, &ai); err != nil {
+			var base bool
+			if err := rows.Scan(&name, &ai, &base); err != nil {
 				return err
 			}
 			fp.autoInc[name] = max(ai.Int64, 1)
+			if base {
+				fp.base = append(fp.base, &schema.Table{Name: name, Rows: 1})
+			}
 			return nil
 		})
 	if err != nil {
@@ -207,7 +230,7 @@ func readFloorPlan(ctx context.Context, admin *sql.DB, template string) (*floorP
 		fp.natural[tbl] = next
 		fp.dirty = append(fp.dirty, &schema.Table{Name: tbl, Rows: rows})
 	}
-	return fp, nil
+	return fp, fp.readTemplateStats(ctx, admin)
 }
 
 // floorRestore is the restore of a floor.
@@ -253,9 +276,87 @@ func (fp *floorPlan) restore(v string) string {
 // the template's statistics (essentialsStats), as it does: in READ
 // COMMITTED, which takes no gap locks in the statistics tables that every
 // database shares.
-func (fp *floorPlan) statsSQL(db string) string {
-	q, _ := (&schema.Schema{Database: fp.template}).StatsSQL(db, fp.dirty)
-	return "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;\n" + q
+func (fp *floorPlan) statsSQL(db string) string { return fp.statsSQLOf(db, fp.dirty) }
+
+// statsSQLOf is statsSQL for tables, some of the dirty tables or base.
+func (fp *floorPlan) statsSQLOf(db string, tables []*schema.Table) string {
+	q, _ := (&schema.Schema{Database: fp.template}).StatsSQL(db, tables)
+	return "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;\n" + q + "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+}
+
+// The statistics figures of a table (its row in mysql.innodb_table_stats)
+// and of an index (each of its rows in mysql.innodb_index_stats), as the
+// floors' queries read them: a key and the figures, fields joined by 0x1f.
+// The table's name is the key's second field, as the server stores it
+// (filename-encoded).
+const tableStatsCols = "CONCAT_WS(0x1f, 'T', table_name), CONCAT_WS(0x1f, n_rows, clustered_index_size, sum_of_other_index_sizes)"
+
+// indexStatsCols are the index figures' columns, qualified by alias.
+func indexStatsCols(alias string) string {
+	return strings.NewReplacer("$", alias).Replace("CONCAT_WS(0x1f, 'I', $table_name, $index_name, $stat_name), CONCAT_WS(0x1f, $stat_value, $sample_size)")
+}
+
+// readTemplateStats reads the template's statistics figures into
+// fp.stats.
+func (fp *floorPlan) readTemplateStats(ctx context.Context, admin *sql.DB) error {
+	fp.stats = map[string]string{}
+	for _, t := range []struct{ cols, table string }{{tableStatsCols, "innodb_table_stats"}, {indexStatsCols(""), "innodb_index_stats"}} {
+		err := schema.EachRow(ctx, admin, "SELECT "+t.cols+" FROM mysql."+t.table+" WHERE database_name = ?", []any{fp.template},
+			func(rows *sql.Rows) error {
+				var k, v string
+				if err := rows.Scan(&k, &v); err != nil {
+					return err
+				}
+				fp.stats[k] = v
+				return nil
+			})
+		if err != nil {
+			return fmt.Errorf("the template's statistics: %w", err)
+		}
+	}
+	return nil
+}
+
+// recentStats is a query of the statistics figures (tableStatsCols,
+// indexStatsCols), two columns, of the tables of database db, but those of skip, whose
+// row in mysql.innodb_table_stats was written at or after UNIX time since
+// (InnoDB writes a table's row there and its indexes' rows together).
+// MariaDB's. The figures are compared with the template's by the client
+// (statsDiffer), which costs the server less than a join.
+func (fp *floorPlan) recentStats(db string, since int64, skip []*schema.Table) string {
+	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	recent := "database_name = " + lit(db) + " AND last_update >= FROM_UNIXTIME(" + strconv.FormatInt(since, 10) + ")"
+	if len(skip) > 0 {
+		names := make([]string, len(skip))
+		for i, t := range skip {
+			names[i] = lit(filename.Encode(t.Name))
+		}
+		recent += " AND table_name NOT IN (" + strings.Join(names, ",") + ")"
+	}
+	return "SET STATEMENT time_zone = '+00:00' FOR SELECT " + tableStatsCols + " FROM mysql.innodb_table_stats WHERE " + recent +
+		" UNION ALL SELECT " + indexStatsCols("w.") +
+		" FROM (SELECT table_name FROM mysql.innodb_table_stats WHERE " + recent + ") r JOIN mysql.innodb_index_stats w ON w.database_name = " +
+		lit(db) + " AND w.table_name = r.table_name"
+}
+
+// statsDiffer returns the tables (decoded names) whose figures in rows, a
+// result of recentStats, are not the template's, or that the template
+// lacks, each once.
+func (fp *floorPlan) statsDiffer(rows [][]string) []string {
+	var out []string
+	for _, r := range rows {
+		if fp.stats[r[0]] == r[1] {
+			continue
+		}
+		name := strings.Split(r[0], "\x1f")[1]
+		if decoded, err := filename.Decode(name); err == nil {
+			name = decoded
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // floorAdmin logs in to in's server with every privilege (adminConfig) for

@@ -7,40 +7,54 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/internal/random"
+	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/strategies"
 )
 
 // The least a clean database handed out costs, looped beside testdbd's
 // throughput runs by as many workers: the benchmark does itself, with no
 // daemon work in between, what every hand-out needs and nothing else. Each
-// worker owns a copy of the template and an account with privileges on it
-// alone, and loops:
+// worker owns a copy of the template (with the template's statistics, as
+// testdbd's copies) and an account with privileges on it alone, and loops:
 //
 //   - a REST round trip to the daemon (GET /healthz, which does no work),
 //     where testdbd's workers acquire;
 //   - connect with the account's password, run the standard test (the
 //     rollback variant inside a transaction it rolls back), disconnect;
 //   - another REST round trip, where testdbd's workers release;
-//   - the recycle, in one round trip of its own: end the account's
-//     sessions (KILL HARD CONNECTION USER, MariaDB), give it a new
-//     password, so that the old one stops working, and the floor's restore
-//     of the dirty tables (floorVariant); for truncate followed, in a round
-//     trip of its own as in testdbd's resets, by the statistics TRUNCATE
-//     empties (essentialsStats).
+//   - the recycle, in one round trip of its own (recycleSQL): a new
+//     password for the account, so that the old one stops working, its
+//     sessions ended (KILL HARD CONNECTION USER, MariaDB), reads of what
+//     a test may have changed (the tables' AUTO_INCREMENT, where even a
+//     rolled-back insert shows, and UPDATE_TIME, which tells a commit
+//     from a rollback; the procedures and events; the prepared XA
+//     transactions, which ending sessions leaves), the floor's restore of
+//     the dirty tables (floorVariant), and the statistics rows written
+//     from a second before the hand-out began compared with the
+//     template's: those of a test's ANALYZE TABLE and those MariaDB
+//     recomputes at the restore's ALTER TABLE … AUTO_INCREMENT, whose
+//     figures need not come out as the template's. Then, in a round trip
+//     of their own as in testdbd's resets, the template's statistics put
+//     back: for truncate those TRUNCATE empties (essentialsStats), and
+//     wherever the comparison found a difference.
 //
-// No detection (the benchmark knows the dirty tables), no baseline, no
-// bookkeeping, no statistics put back after a rewind, no wait for killed
-// sessions: less than any exact hand-out does. Each worker waits for its
-// own recycle (testdbd's workers take another ready database meanwhile),
-// so the loop's rate is not a ceiling; its CPU time per clean database is
-// a floor, and the machine's cores over it are the most any hand-out
-// through REST could reach (loopNote).
+// The reads tell the loop nothing it does not already know (the benchmark
+// knows the dirty tables), but an exact hand-out must read something of
+// each. No schema-change detection (testdbd's looks at the database's
+// directory, a stat on the daemon's side), no baseline, no bookkeeping, no
+// wait for killed sessions: less than testdbd does. Each worker waits for
+// its own recycle (testdbd's workers take another ready database
+// meanwhile), so the loop's rate is not a ceiling; its CPU time per clean
+// database is a floor, and the machine's cores over it are the most any
+// hand-out through REST could reach (loopNote).
 const loopSuffix = " + REST, looped"
 
 // loopOf names each strategy variant's least loop.
@@ -54,13 +68,20 @@ var loopOf = func() map[string]string {
 
 // loopWhat describes a least loop for the report.
 const loopWhat = "the benchmark's own loop of what a hand-out needs and nothing else, as many workers, each on a copy of the " +
-	"template with an account of its own: a REST round trip to the daemon (`GET /healthz`) where testdbd's workers acquire, " +
-	"connect with the account's password, the standard test, disconnect, another REST round trip where they release, then in " +
-	"one round trip a new password, the account's sessions ended (`KILL HARD CONNECTION USER`) and the floor's restore of the " +
-	"5 dirty tables (for truncate followed, in a round trip of its own, by the statistics `TRUNCATE` empties put back); no " +
-	"detection, no statistics put back after a rewind, no daemon work. Each worker waits for its own recycle, where testdbd's " +
-	"take another ready database, so its rate is no ceiling: its CPU time per clean database is the floor, and the machine's " +
-	"cores over it the most any hand-out could reach (\"at most\" below)"
+	"template (with the template's statistics) with an account of its own: a REST round trip to the daemon (`GET /healthz`) " +
+	"where testdbd's workers acquire, connect with the account's password, the standard test, disconnect, another REST round " +
+	"trip where they release, then the recycle in one round trip: a new password, the account's sessions ended " +
+	"(`KILL HARD CONNECTION USER`), reads of what a test may have changed (the database's `information_schema.TABLES`: " +
+	"`AUTO_INCREMENT`, where even a rolled-back insert shows, and `UPDATE_TIME`, which tells a commit from a rollback; its " +
+	"procedures and events in `mysql.proc` and `mysql.event`; `XA RECOVER`, as ending sessions leaves a prepared transaction), " +
+	"the floor's restore of the 5 dirty tables, and the statistics rows written from a second before the hand-out began " +
+	"compared with the template's (a test's `ANALYZE TABLE`, and the statistics MariaDB recomputes at the restore's " +
+	"`ALTER TABLE … AUTO_INCREMENT`, whose figures need not come out as the template's); then, in a round trip of their own, " +
+	"the template's statistics put back: for truncate those `TRUNCATE` empties, in every loop, and wherever the comparison " +
+	"found a difference. The benchmark knows what the test changed, but an exact hand-out must read something of each; no " +
+	"schema-change detection, no baseline, no bookkeeping, no wait for killed sessions, no daemon work. Each worker waits " +
+	"for its own recycle, where testdbd's take another ready database, so its rate is no ceiling: its CPU time per clean " +
+	"database is the floor, and the machine's cores over it the most any hand-out could reach (\"at most\" below)"
 
 // leastLoop is the least loops' work on the server of the throughput
 // daemon. Each run has databases and accounts of its own (open, close):
@@ -74,6 +95,9 @@ type leastLoop struct {
 	addr     string            // the server's address for the workers (TCP)
 	pid      int               // the server's process
 	dbs      []*loopDB
+	// statsPutBack counts the recycles that found statistics other than
+	// the template's (recycle).
+	statsPutBack atomic.Int64
 }
 
 // loopDB is one worker's copy of the template and its account.
@@ -144,6 +168,10 @@ func (l *leastLoop) open(ctx context.Context, workers int) (err error) {
 		if err := copyDatabase(ctx, admin, l.fp.template, name); err != nil {
 			return fmt.Errorf("copy of the template for the least loop: %w", err)
 		}
+		// The template's statistics, as testdbd's copies have them.
+		if _, err := db.admin.ExecContext(ctx, l.fp.statsSQLOf(name, l.fp.base)); err != nil {
+			return fmt.Errorf("statistics of the least loop's %s: %w", name, err)
+		}
 		a, err := accounts.Create(ctx, admin, "tdbbench_", name, 0)
 		if err != nil {
 			return err
@@ -198,22 +226,138 @@ func (l *leastLoop) handOut(ctx context.Context, strategy string, w int) (handOu
 	if err := l.d.api.Health(ctx); err != nil {
 		return h, err
 	}
-	// The new password first, so that the old one stops working before
-	// the sessions are ended.
-	password := random.String(24, random.Alnum)
-	q := fmt.Sprintf("ALTER USER %s IDENTIFIED BY '%s'; KILL HARD CONNECTION USER '%s'; %s", accounts.Quote(db.user), password, db.user,
-		l.restores[strategy])
-	if err := execRetrying(ctx, db.admin, q); err != nil {
-		return h, fmt.Errorf("least loop's recycle of %s: %w", db.name, err)
-	}
-	db.password = password
-	if strategy == vTruncate {
-		if err := execRetrying(ctx, db.admin, db.stats); err != nil {
-			return h, fmt.Errorf("least loop's statistics of %s: %w", db.name, err)
-		}
+	if err := l.recycle(ctx, db, strategy, t0); err != nil {
+		return h, err
 	}
 	h.release = ms(time.Since(t2))
 	return h, nil
+}
+
+// recycle is the least loop's recycle of db after a hand-out that began
+// at began, in one round trip (see recycleSQL); where the statistics of a
+// table came out otherwise than the template's, they are put back in a
+// second one, as are, for truncate, those TRUNCATE empties.
+func (l *leastLoop) recycle(ctx context.Context, db *loopDB, strategy string, began time.Time) error {
+	// The batch sets the new password first: from here on, whatever else
+	// fails, the old one may no longer work.
+	password := random.String(24, random.Alnum)
+	db.password = password
+	sets, err := queryResults(ctx, db.admin, l.recycleSQL(db, strategy, password, began))
+	if err != nil {
+		return fmt.Errorf("least loop's recycle of %s: %w", db.name, err)
+	}
+	if len(sets) != 4 {
+		return fmt.Errorf("least loop's recycle of %s: %d results, want 4", db.name, len(sets))
+	}
+	if len(sets[0]) != len(l.fp.base) {
+		return fmt.Errorf("least loop's recycle of %s: the read of the table state found %d tables, want %d", db.name, len(sets[0]), len(l.fp.base))
+	}
+	if len(sets[2]) > 0 {
+		return fmt.Errorf("least loop's recycle of %s: the server holds %d prepared XA transactions, which the least loop does not "+
+			"roll back (the standard test prepares none): something else on the server prepared them", db.name, len(sets[2]))
+	}
+	differ := l.fp.statsDiffer(sets[3])
+	var put []*schema.Table
+	for _, name := range differ {
+		tbl := l.fp.table(name)
+		if tbl == nil {
+			return fmt.Errorf("least loop's recycle of %s: statistics of %s, a table the template lacks", db.name, name)
+		}
+		put = append(put, tbl)
+	}
+	if strategy == vTruncate {
+		// Those TRUNCATE empties, in every recycle (the comparison left
+		// them out).
+		put = append(put, l.fp.dirty...)
+	}
+	if len(put) == 0 {
+		return nil
+	}
+	if err := execRetrying(ctx, db.admin, l.fp.statsSQLOf(db.name, put)); err != nil {
+		return fmt.Errorf("least loop's statistics of %s: %w", db.name, err)
+	}
+	if len(differ) > 0 {
+		l.statsPutBack.Add(1)
+	}
+	return nil
+}
+
+// recycleSQL is the least loop's recycle of db in one round trip: the new
+// password first, so that the old one stops working before the sessions
+// are ended; the account's sessions ended; the reads of the database's
+// table state, its procedures and events, and the server's prepared XA
+// transactions; the floor's restore; and the statistics of the tables
+// whose statistics rows were written from a second before the hand-out
+// began at began (a test's ANALYZE TABLE, or the recomputation the
+// restore's ALTER TABLE … AUTO_INCREMENT makes MariaDB do) compared with
+// the template's, but for truncate those of the dirty tables, which it
+// puts back anyway. Its four results: the tables, the routines and events,
+// the prepared XA transactions, and the tables whose statistics differ.
+func (l *leastLoop) recycleSQL(db *loopDB, strategy, password string, began time.Time) string {
+	name := strings.ReplaceAll(db.name, "'", "''")
+	var skip []*schema.Table
+	if strategy == vTruncate {
+		skip = l.fp.dirty
+	}
+	return fmt.Sprintf("ALTER USER %s IDENTIFIED BY '%s'; KILL HARD CONNECTION USER '%s'; "+
+		"SELECT TABLE_NAME, UPDATE_TIME, AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = '%s'; "+
+		"SELECT name, body FROM mysql.proc WHERE db = '%s' UNION ALL SELECT name, body FROM mysql.event WHERE db = '%s'; "+
+		"XA RECOVER; %s; %s",
+		accounts.Quote(db.user), password, db.user, name, name, name, l.restores[strategy],
+		l.fp.recentStats(db.name, began.Add(-time.Second).Unix(), skip))
+}
+
+// queryResults runs batch q on one session of db and returns its result
+// sets, each a slice of rows of the columns' text (empty for a query that
+// found no row; none for a statement that returns no result set). It runs
+// the batch again, up to 5 times, while the server fails it with a
+// deadlock or lock wait (execRetrying): every batch of the loop can run
+// again.
+func queryResults(ctx context.Context, db *sql.DB, q string) ([][][]string, error) {
+	for attempt := 0; ; attempt++ {
+		sets, err := queryResultsOnce(ctx, db, q)
+		if err == nil || attempt == 4 || !strategies.Retryable(err) || ctx.Err() != nil {
+			return sets, err
+		}
+		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
+	}
+}
+
+func queryResultsOnce(ctx context.Context, db *sql.DB, q string) ([][][]string, error) {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var sets [][][]string
+	for {
+		cols, err := rows.Columns()
+		if err != nil {
+			return nil, err
+		}
+		if len(cols) > 0 {
+			set := [][]string{}
+			vals := make([]any, len(cols))
+			for i := range vals {
+				vals[i] = new(sql.RawBytes)
+			}
+			for rows.Next() {
+				if err := rows.Scan(vals...); err != nil {
+					return nil, err
+				}
+				row := make([]string, len(vals))
+				for i, v := range vals {
+					row[i] = string(*v.(*sql.RawBytes))
+				}
+				set = append(set, row)
+			}
+			sets = append(sets, set)
+		}
+		if !rows.NextResultSet() {
+			break
+		}
+	}
+	return sets, rows.Err()
 }
 
 // execRetrying runs a batch up to 5 times while the server fails it with a

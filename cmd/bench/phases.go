@@ -680,9 +680,11 @@ func (b *bench) leastRun(ctx context.Context, d *daemon, least *leastLoop, run, 
 	if err := least.open(ctx, b.plan.ThroughputWorkers); err != nil {
 		return ThroughputRun{}, err
 	}
+	least.statsPutBack.Store(0)
 	r, err := b.throughputRun(ctx, d, run, func(ctx context.Context, w int) (handOutTimes, error) {
 		return least.handOut(ctx, strategy, w)
 	})
+	r.StatsPutBack = int(least.statsPutBack.Load())
 	return r, errors.Join(err, least.close(context.WithoutCancel(ctx)))
 }
 

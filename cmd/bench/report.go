@@ -284,8 +284,8 @@ func loopNote(r *Results, v string, met bool) string {
 	total := server + daemon + bench
 	ceiling := cpuCeiling(r, total)
 	_, steady := throughputRates(r.Throughput, loopOf[v])
-	what := fmt.Sprintf("the benchmark's own loop of the SQL a hand-out needs and two REST round trips, no detection and no daemon "+
-		"work, costs %s ms of CPU per clean database, at most %s/s on %d cores (it handed out %s/s steady, median of %d runs; see "+
+	what := fmt.Sprintf("the benchmark's own loop of the SQL a hand-out needs (reads of what a test may have changed among it, no "+
+		"schema-change detection) and two REST round trips, no daemon work, costs %s ms of CPU per clean database, at most %s/s on %d cores (it handed out %s/s steady, median of %d runs; see "+
 		"Clean databases handed out per second)", fmtMs(total), fmtRate(ceiling), r.Machine.Cores, fmtRate(median(steady)), len(steady))
 	if met || ceiling >= barPerSecond {
 		return "; the least: " + what
@@ -572,11 +572,35 @@ func renderThroughput(w *strings.Builder, r *Results) {
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s / %s / %s | %d |\n", v, len(full), joinRates(full), fmtRate(median(full)),
 			joinRates(steady), fmtRate(median(steady)), waits, fmtMs(median(acq)), fmtMs(median(work)), fmtMs(median(rel)), errs)
 	}
-	fmt.Fprintf(w, "\n")
+	fmt.Fprintf(w, "\n%s", statsPutBackNote(r))
 	renderCleanCPU(w, r)
 	fmt.Fprintf(w, "The resets this daemon ran, as it reports them (`GET /v1/stats` after the throughput runs; the background "+
 		"resets of released databases, daemon-side milliseconds, over the daemon's recent samples):\n\n")
 	daemonResetStats(w, r, "pool")
+}
+
+// statsPutBackNote says how many of the least loops' recycles found
+// statistics other than the template's and put them back (truncate's:
+// besides those TRUNCATE empties, which it puts back in every loop).
+func statsPutBackNote(r *Results) string {
+	var parts []string
+	for _, v := range strategyVariants {
+		put, loops := 0, 0
+		for _, t := range r.Throughput {
+			if t.Strategy == loopOf[v] {
+				put, loops = put+t.StatsPutBack, loops+t.Loops
+			}
+		}
+		if loops > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d of %d", v, put, loops))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "The least loops' recycles that found statistics other than the template's after the restore and put them back " +
+		"(truncate's: besides those `TRUNCATE` empties, put back in every loop): " +
+		strings.Join(parts, ", ") + ".\n\n"
 }
 
 // daemonResetStats renders the reset latencies a daemon reported about

@@ -12,7 +12,7 @@ import (
 )
 
 // formatVersion is the version of the results file's layout.
-const formatVersion = 1
+const formatVersion = 2
 
 // Results is everything one run measured: the raw samples, the plan that
 // produced them and the machine they ran on. The report is computed from it
@@ -213,10 +213,13 @@ type ThroughputRun struct {
 	// times, in ms, are the server's, the daemon's and the benchmark's
 	// own (the workers) from the start until the daemon had recycled
 	// every released database: the cost of Loops clean databases.
-	Loops       int     `json:"loops,omitempty"`
-	ServerCPUMs float64 `json:"server_cpu_ms,omitempty"`
-	DaemonCPUMs float64 `json:"daemon_cpu_ms,omitempty"`
-	BenchCPUMs  float64 `json:"bench_cpu_ms,omitempty"`
+	Loops int `json:"loops,omitempty"`
+	// StatsPutBack counts, for a least loop, the recycles that found
+	// statistics other than the template's and put them back.
+	StatsPutBack int     `json:"stats_put_back,omitempty"`
+	ServerCPUMs  float64 `json:"server_cpu_ms,omitempty"`
+	DaemonCPUMs  float64 `json:"daemon_cpu_ms,omitempty"`
+	BenchCPUMs   float64 `json:"bench_cpu_ms,omitempty"`
 }
 
 // SuiteRun is one synthetic suite: Tests tests split over Workers workers.
