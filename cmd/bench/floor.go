@@ -348,7 +348,11 @@ func (fp *floorPlan) statsDiffer(rows [][]string) []string {
 		if fp.stats[r[0]] == r[1] {
 			continue
 		}
+		// The key's second field, a partition's folded into its table's
+		// ("t#P#p0" on MariaDB).
 		name := strings.Split(r[0], "\x1f")[1]
+		name, _, _ = strings.Cut(name, "#P#")
+		name, _, _ = strings.Cut(name, "#p#")
 		if decoded, err := filename.Decode(name); err == nil {
 			name = decoded
 		}

@@ -104,7 +104,6 @@ type leastLoop struct {
 type loopDB struct {
 	name, user, password string
 	admin                *sql.DB // one session, on the database
-	stats                string  // the statistics' statements, for truncate
 }
 
 // loopDatabase names worker i's copy.
@@ -160,7 +159,7 @@ func (l *leastLoop) open(ctx context.Context, workers int) (err error) {
 		if err != nil {
 			return err
 		}
-		db := &loopDB{name: name, stats: l.fp.statsSQL(name), admin: sql.OpenDB(connector)}
+		db := &loopDB{name: name, admin: sql.OpenDB(connector)}
 		db.admin.SetMaxOpenConns(1)
 		db.admin.SetMaxIdleConns(1)
 		// Listed first, so that close drops what a failed copy left.
@@ -286,13 +285,14 @@ func (l *leastLoop) recycle(ctx context.Context, db *loopDB, strategy string, be
 // password first, so that the old one stops working before the sessions
 // are ended; the account's sessions ended; the reads of the database's
 // table state, its procedures and events, and the server's prepared XA
-// transactions; the floor's restore; and the statistics of the tables
-// whose statistics rows were written from a second before the hand-out
-// began at began (a test's ANALYZE TABLE, or the recomputation the
-// restore's ALTER TABLE … AUTO_INCREMENT makes MariaDB do) compared with
-// the template's, but for truncate those of the dirty tables, which it
-// puts back anyway. Its four results: the tables, the routines and events,
-// the prepared XA transactions, and the tables whose statistics differ.
+// transactions; the floor's restore; and the read of the statistics
+// figures of the tables whose statistics rows were written from a second
+// before the hand-out began at began (a test's ANALYZE TABLE, or the
+// recomputation the restore's ALTER TABLE … AUTO_INCREMENT makes MariaDB
+// do), which the client compares with the template's (statsDiffer). For
+// truncate that read leaves out the dirty tables, whose statistics the
+// recycle puts back anyway. Its four results: the tables, the routines and
+// events, the prepared XA transactions, and the statistics figures.
 func (l *leastLoop) recycleSQL(db *loopDB, strategy, password string, began time.Time) string {
 	name := strings.ReplaceAll(db.name, "'", "''")
 	var skip []*schema.Table

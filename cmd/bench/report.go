@@ -592,7 +592,7 @@ func statsPutBackNote(r *Results) string {
 			}
 		}
 		if loops > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d of %d", v, put, loops))
+			parts = append(parts, fmt.Sprintf("%s %d of %d", loopOf[v], put, loops))
 		}
 	}
 	if len(parts) == 0 {
