@@ -285,23 +285,21 @@ func (fp *floorPlan) statsSQLOf(db string, tables []*schema.Table) string {
 }
 
 // The statistics figures of a table (its row in mysql.innodb_table_stats)
-// and of an index (each of its rows in mysql.innodb_index_stats), as the
-// floors' queries read them: a key and the figures, fields joined by 0x1f.
-// The table's name is the key's second field, as the server stores it
-// (filename-encoded).
-const tableStatsCols = "CONCAT_WS(0x1f, 'T', table_name), CONCAT_WS(0x1f, n_rows, clustered_index_size, sum_of_other_index_sizes)"
-
-// indexStatsCols are the index figures' columns, qualified by alias.
-func indexStatsCols(alias string) string {
-	return strings.NewReplacer("$", alias).Replace("CONCAT_WS(0x1f, 'I', $table_name, $index_name, $stat_name), CONCAT_WS(0x1f, $stat_value, $sample_size)")
-}
+// and of an index (each of its rows in mysql.innodb_index_stats, named w),
+// as the floors' queries read them: a key and the figures, fields joined
+// by 0x1f. The table's name is the key's second field, as the server
+// stores it (filename-encoded).
+const (
+	tableStatsCols = "CONCAT_WS(0x1f, 'T', table_name), CONCAT_WS(0x1f, n_rows, clustered_index_size, sum_of_other_index_sizes)"
+	indexStatsCols = "CONCAT_WS(0x1f, 'I', w.table_name, w.index_name, w.stat_name), CONCAT_WS(0x1f, w.stat_value, w.sample_size)"
+)
 
 // readTemplateStats reads the template's statistics figures into
 // fp.stats.
 func (fp *floorPlan) readTemplateStats(ctx context.Context, admin *sql.DB) error {
 	fp.stats = map[string]string{}
-	for _, t := range []struct{ cols, table string }{{tableStatsCols, "innodb_table_stats"}, {indexStatsCols(""), "innodb_index_stats"}} {
-		err := schema.EachRow(ctx, admin, "SELECT "+t.cols+" FROM mysql."+t.table+" WHERE database_name = ?", []any{fp.template},
+	for _, t := range []struct{ cols, table string }{{tableStatsCols, "innodb_table_stats"}, {indexStatsCols, "innodb_index_stats"}} {
+		err := schema.EachRow(ctx, admin, "SELECT "+t.cols+" FROM mysql."+t.table+" w WHERE w.database_name = ?", []any{fp.template},
 			func(rows *sql.Rows) error {
 				var k, v string
 				if err := rows.Scan(&k, &v); err != nil {
@@ -334,7 +332,7 @@ func (fp *floorPlan) recentStats(db string, since int64, skip []*schema.Table) s
 		recent += " AND table_name NOT IN (" + strings.Join(names, ",") + ")"
 	}
 	return "SET STATEMENT time_zone = '+00:00' FOR SELECT " + tableStatsCols + " FROM mysql.innodb_table_stats WHERE " + recent +
-		" UNION ALL SELECT " + indexStatsCols("w.") +
+		" UNION ALL SELECT " + indexStatsCols +
 		" FROM (SELECT table_name FROM mysql.innodb_table_stats WHERE " + recent + ") r JOIN mysql.innodb_index_stats w ON w.database_name = " +
 		lit(db) + " AND w.table_name = r.table_name"
 }

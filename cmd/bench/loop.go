@@ -309,18 +309,14 @@ func (l *leastLoop) recycleSQL(db *loopDB, strategy, password string, began time
 
 // queryResults runs batch q on one session of db and returns its result
 // sets, each a slice of rows of the columns' text (empty for a query that
-// found no row; none for a statement that returns no result set). It runs
-// the batch again, up to 5 times, while the server fails it with a
-// deadlock or lock wait (execRetrying): every batch of the loop can run
-// again.
-func queryResults(ctx context.Context, db *sql.DB, q string) ([][][]string, error) {
-	for attempt := 0; ; attempt++ {
-		sets, err := queryResultsOnce(ctx, db, q)
-		if err == nil || attempt == 4 || !strategies.Retryable(err) || ctx.Err() != nil {
-			return sets, err
-		}
-		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
-	}
+// found no row; none for a statement that returns no result set), retrying
+// as execRetrying does.
+func queryResults(ctx context.Context, db *sql.DB, q string) (sets [][][]string, err error) {
+	err = retrying(ctx, func() error {
+		sets, err = queryResultsOnce(ctx, db, q)
+		return err
+	})
+	return sets, err
 }
 
 func queryResultsOnce(ctx context.Context, db *sql.DB, q string) ([][][]string, error) {
@@ -360,13 +356,21 @@ func queryResultsOnce(ctx context.Context, db *sql.DB, q string) ([][][]string, 
 	return sets, rows.Err()
 }
 
-// execRetrying runs a batch up to 5 times while the server fails it with a
-// deadlock or lock wait, as testdbd's resets do: concurrent statistics
+// execRetrying runs batch q on db, retrying (see retrying).
+func execRetrying(ctx context.Context, db *sql.DB, q string) error {
+	return retrying(ctx, func() error {
+		_, err := db.ExecContext(ctx, q)
+		return err
+	})
+}
+
+// retrying runs a batch (fn) up to 5 times while the server fails it with
+// a deadlock or lock wait, as testdbd's resets do: concurrent statistics
 // statements of several databases write the same tables. Every batch of
 // the loop can run again.
-func execRetrying(ctx context.Context, db *sql.DB, q string) error {
+func retrying(ctx context.Context, fn func() error) error {
 	for attempt := 0; ; attempt++ {
-		_, err := db.ExecContext(ctx, q)
+		err := fn()
 		if err == nil || attempt == 4 || !strategies.Retryable(err) || ctx.Err() != nil {
 			return err
 		}
