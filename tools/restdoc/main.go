@@ -117,6 +117,22 @@ func render(raw, proto []byte) ([]byte, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("the OpenAPI document: %w", err)
 	}
+	eps := endpoints(doc, proto)
+	w := &writer{raw: raw}
+	w.b.WriteString(header)
+	w.index(eps)
+	for _, e := range eps {
+		w.endpoint(e)
+	}
+	if err := w.types(doc.Definitions); err != nil {
+		return nil, err
+	}
+	return w.b.Bytes(), nil
+}
+
+// endpoints lists the document's endpoints in the order of their RPCs in
+// the proto file, then by path and method.
+func endpoints(doc document, proto []byte) []endpoint {
 	var order []string
 	for _, m := range rpcRE.FindAllSubmatch(proto, -1) {
 		order = append(order, string(m[1]))
@@ -140,98 +156,119 @@ func render(raw, proto []byte) ([]byte, error) {
 		}
 		return eps[i].path+eps[i].method < eps[j].path+eps[j].method
 	})
+	return eps
+}
 
-	var b bytes.Buffer
-	b.WriteString(header)
-	b.WriteString("\n## Endpoints\n\n| method | path | RPC | what it does |\n|---|---|---|---|\n")
+// writer accumulates the reference and the definitions it names.
+type writer struct {
+	b    bytes.Buffer
+	raw  []byte   // the OpenAPI document, for the order of the fields
+	used []string // definitions in order of first use
+}
+
+// use notes a reference to a definition and returns the definition's name.
+func (w *writer) use(ref string) string {
+	name := strings.TrimPrefix(ref, "#/definitions/")
+	if !slices.Contains(w.used, name) {
+		w.used = append(w.used, name)
+	}
+	return name
+}
+
+// index writes the table of endpoints, with the daemon's plain HTTP ones.
+func (w *writer) index(eps []endpoint) {
+	w.b.WriteString("\n## Endpoints\n\n| method | path | RPC | what it does |\n|---|---|---|---|\n")
 	for _, e := range eps {
-		fmt.Fprintf(&b, "| %s | [`%s`](#%s) | %s | %s |\n", e.method, e.path, anchor(e.method+" "+e.path), e.rpc, firstSentence(e.op.Summary))
+		fmt.Fprintf(&w.b, "| %s | [`%s`](#%s) | %s | %s |\n", e.method, e.path, anchor(e.method+" "+e.path), e.rpc, firstSentence(e.op.Summary))
 	}
-	b.WriteString("| GET | `/healthz` | | `{\"status\":\"SERVING\"}`; needs no token |\n")
-	b.WriteString("| GET | `/openapi.json` | | the OpenAPI document this page is generated from |\n")
-	b.WriteString("| GET | `/metrics` | | Prometheus metrics |\n")
-	b.WriteString("| GET | `/`, `/ui/` | | the web dashboard, which reads this API; its files need no token |\n")
+	w.b.WriteString("| GET | `/healthz` | | `{\"status\":\"SERVING\"}`; needs no token |\n")
+	w.b.WriteString("| GET | `/openapi.json` | | the OpenAPI document this page is generated from |\n")
+	w.b.WriteString("| GET | `/metrics` | | Prometheus metrics |\n")
+	w.b.WriteString("| GET | `/`, `/ui/` | | the web dashboard, which reads this API; its files need no token |\n")
+}
 
-	var used []string // definitions in order of first use
-	use := func(ref string) string {
-		name := strings.TrimPrefix(ref, "#/definitions/")
-		if !slices.Contains(used, name) {
-			used = append(used, name)
-		}
-		return name
-	}
-	for _, e := range eps {
-		fmt.Fprintf(&b, "\n### %s %s\n\n%s\n", e.method, e.path, paragraph(e.op.Summary))
-		var params []parameter
-		var body *schema
-		for _, p := range e.op.Parameters {
-			if p.In == "body" {
-				body = p.Schema
-			} else {
-				params = append(params, p)
-			}
-		}
-		if len(params) > 0 {
-			b.WriteString("\n| parameter | in | type | description |\n|---|---|---|---|\n")
-			for _, p := range params {
-				fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", p.Name, p.In, typeName(schema{Type: p.Type, Format: p.Format}, use), cell(p.Description))
-			}
-		}
-		if body != nil {
-			fmt.Fprintf(&b, "\nRequest body: %s.\n", typeName(*body, use))
-		}
-		if r, ok := e.op.Responses["200"]; ok && r.Schema != nil {
-			fmt.Fprintf(&b, "\nResponse: %s.\n", typeName(*r.Schema, use))
-		}
-		if ex, ok := examples[e.rpc]; ok {
-			fmt.Fprintf(&b, "\n```sh\n%s\n```\n", ex)
+// endpoint writes one endpoint's section: its summary, parameters, request
+// and response types, and examples.
+func (w *writer) endpoint(e endpoint) {
+	fmt.Fprintf(&w.b, "\n### %s %s\n\n%s\n", e.method, e.path, paragraph(e.op.Summary))
+	var params []parameter
+	var body *schema
+	for _, p := range e.op.Parameters {
+		if p.In == "body" {
+			body = p.Schema
+		} else {
+			params = append(params, p)
 		}
 	}
+	if len(params) > 0 {
+		w.b.WriteString("\n| parameter | in | type | description |\n|---|---|---|---|\n")
+		for _, p := range params {
+			fmt.Fprintf(&w.b, "| `%s` | %s | %s | %s |\n", p.Name, p.In, typeName(schema{Type: p.Type, Format: p.Format}, w.use), cell(p.Description))
+		}
+	}
+	if body != nil {
+		fmt.Fprintf(&w.b, "\nRequest body: %s.\n", typeName(*body, w.use))
+	}
+	if r, ok := e.op.Responses["200"]; ok && r.Schema != nil {
+		fmt.Fprintf(&w.b, "\nResponse: %s.\n", typeName(*r.Schema, w.use))
+	}
+	if ex, ok := examples[e.rpc]; ok {
+		fmt.Fprintf(&w.b, "\n```sh\n%s\n```\n", ex)
+	}
+}
 
-	b.WriteString("\n## Types\n")
-	for i := 0; ; i++ { // used grows while types are written
-		if i == len(used) {
-			// Then the definitions no endpoint reaches (the error body, and
-			// whatever the document adds), so that every one is described.
+// types writes every definition: first those the endpoints named, in order
+// of first use (which grows while types are written), then the ones no
+// endpoint reaches (the error body, and whatever the document adds), so
+// that every one is described.
+func (w *writer) types(defs map[string]schema) error {
+	w.b.WriteString("\n## Types\n")
+	for i := 0; ; i++ {
+		if i == len(w.used) {
 			var rest []string
-			for name := range doc.Definitions {
-				if !slices.Contains(used, name) {
+			for name := range defs {
+				if !slices.Contains(w.used, name) {
 					rest = append(rest, name)
 				}
 			}
 			if len(rest) == 0 {
-				break
+				return nil
 			}
 			sort.Strings(rest)
-			used = append(used, rest...)
+			w.used = append(w.used, rest...)
 		}
-		name := used[i]
-		def, ok := doc.Definitions[name]
+		name := w.used[i]
+		def, ok := defs[name]
 		if !ok {
-			return nil, fmt.Errorf("definition %s is referenced but missing", name)
+			return fmt.Errorf("definition %s is referenced but missing", name)
 		}
-		fmt.Fprintf(&b, "\n### %s\n\n", display(name))
-		if desc := strings.TrimSpace(def.Description); desc != "" && def.Enum == nil {
-			fmt.Fprintf(&b, "%s\n\n", paragraph(desc))
-		}
-		switch {
-		case def.Enum != nil:
-			b.WriteString(enumTable(def))
-		case len(def.Properties) == 0:
-			b.WriteString("An empty object: `{}`.\n")
-		default:
-			b.WriteString("| field | type | description |\n|---|---|---|\n")
-			for _, f := range fieldOrder(raw, name, def) {
-				p := def.Properties[f]
-				desc := p.Description
-				if desc == "" {
-					desc = p.Title
-				}
-				fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f, typeName(p, use), cell(desc))
+		w.definition(name, def)
+	}
+}
+
+// definition writes one definition's section: its description, then its
+// values (an enum) or its fields.
+func (w *writer) definition(name string, def schema) {
+	fmt.Fprintf(&w.b, "\n### %s\n\n", display(name))
+	if desc := strings.TrimSpace(def.Description); desc != "" && def.Enum == nil {
+		fmt.Fprintf(&w.b, "%s\n\n", paragraph(desc))
+	}
+	switch {
+	case def.Enum != nil:
+		w.b.WriteString(enumTable(def))
+	case len(def.Properties) == 0:
+		w.b.WriteString("An empty object: `{}`.\n")
+	default:
+		w.b.WriteString("| field | type | description |\n|---|---|---|\n")
+		for _, f := range fieldOrder(w.raw, name, def) {
+			p := def.Properties[f]
+			desc := p.Description
+			if desc == "" {
+				desc = p.Title
 			}
+			fmt.Fprintf(&w.b, "| `%s` | %s | %s |\n", f, typeName(p, w.use), cell(desc))
 		}
 	}
-	return b.Bytes(), nil
 }
 
 // header is the reference's hand-written introduction.
