@@ -173,7 +173,7 @@ func (b *bench) prepareBinary(ctx context.Context) error {
 			version = strings.TrimSpace(string(out))
 		}
 		b.progress("building the daemon (go build ./cmd/testdbd)")
-		cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", "-X github.com/testdbd/testdbd.Version="+version,
+		cmd := exec.CommandContext(ctx, "go", "build", "-C", "..", "-ldflags", "-X github.com/testdbd/testdbd.Version="+version,
 			"-o", b.bin, "./cmd/testdbd")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build ./cmd/testdbd (run the benchmark from the module root, or pass --testdbd): %w\n%s", err, out)

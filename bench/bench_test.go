@@ -47,7 +47,7 @@ func goBuild(t *testing.T, dir, name, pkg string) string {
 func TestQuickRun(t *testing.T) {
 	needServer(t, "starts real servers and daemons for about a minute")
 	dir := t.TempDir()
-	bench, daemon := goBuild(t, dir, "bench", "."), goBuild(t, dir, "testdbd", "../testdbd")
+	bench, daemon := goBuild(t, dir, "bench", "."), goBuild(t, dir, "testdbd", "../cmd/testdbd")
 	out := filepath.Join(dir, "out")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -225,7 +225,7 @@ func TestQuickRun(t *testing.T) {
 // and chart are what the report command computes from the committed raw
 // samples, so that nobody edits a number by hand.
 func TestCommittedReportIsCurrent(t *testing.T) {
-	data := filepath.Join("..", "..", "docs", jsonFile)
+	data := filepath.Join("..", "docs", jsonFile)
 	if _, err := os.Stat(data); os.IsNotExist(err) {
 		t.Skip("no committed benchmark results")
 	}
@@ -234,7 +234,7 @@ func TestCommittedReportIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{mdFile: renderMarkdown(r), chartFile: renderChart(r)} {
-		got, err := os.ReadFile(filepath.Join("..", "..", "docs", name))
+		got, err := os.ReadFile(filepath.Join("..", "docs", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestCommittedReportIsCurrent(t *testing.T) {
 
 	// The README quotes the report's headline: every quoted line must be a
 	// line of the report, so that its numbers are the command's.
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
