@@ -51,48 +51,20 @@ type lease struct {
 // made.
 func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, error) {
 	start := time.Now()
-	strategy := req.Strategy
-	if strategy == testdbd.StrategyUnspecified {
-		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "no reset strategy: name one of truncate, snapshot or rollback")
+	terms, err := m.checkAcquire(req)
+	if err != nil {
+		return LeaseInfo{}, err
 	}
-	ttl, wait := req.TTL, req.WaitTimeout
-	if ttl == 0 {
-		ttl = m.cfg.DefaultTTL
-	}
-	if wait == 0 {
-		wait = m.cfg.DefaultWait
-	}
-	switch {
-	case ttl < time.Second || ttl > m.cfg.MaxTTL:
-		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "ttl_seconds %d: use 1 to %d (0 means %d)",
-			int(ttl.Seconds()), int(m.cfg.MaxTTL.Seconds()), int(m.cfg.DefaultTTL.Seconds()))
-	case wait < 0 || wait > m.cfg.MaxWait:
-		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "wait_timeout_ms %d: use 0 (%d) up to %d",
-			wait.Milliseconds(), m.cfg.DefaultWait.Milliseconds(), m.cfg.MaxWait.Milliseconds())
-	case len(req.Worker) > 128:
-		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "worker key of %d bytes is longer than 128", len(req.Worker))
-	case req.MaxConnections < 0 || req.MaxConnections > m.cfg.MaxLeaseConnections:
-		return LeaseInfo{}, testdbd.Errorf(testdbd.EInvalid, "max_connections %d: use 0 (the default, %d) up to %d (--max-lease-connections)",
-			req.MaxConnections, m.cfg.LeaseConnections, m.cfg.MaxLeaseConnections)
-	}
-	conns := req.MaxConnections
-	if conns == 0 {
-		conns = m.cfg.LeaseConnections
-	}
-
-	t, err := m.readyBuild(ctx, req.Template, req.TemplateHash, wait)
+	t, err := m.readyBuild(ctx, req.Template, req.TemplateHash, terms.wait)
 	if err != nil {
 		return LeaseInfo{}, err
 	}
 	// The wait for the build counts against the wait for a database.
-	wait -= time.Since(start)
+	wait := terms.wait - time.Since(start)
 	t.used = time.Now()
 	if db := t.pickReadyLocked(req.Worker); db != nil {
-		l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, 0, conns)
-		l.keepAI = req.KeepAutoIncrement
-		info := m.leaseInfoLocked(l)
-		m.mu.Unlock()
-		if err := m.capConnections(ctx, l); err != nil {
+		info, err := m.grantLocked(ctx, t, db, req, terms, 0)
+		if err != nil {
 			return LeaseInfo{}, err
 		}
 		m.stats.Acquired(time.Since(start), 0)
@@ -105,6 +77,78 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 		m.mu.Unlock()
 		return LeaseInfo{}, testdbd.Errorf(testdbd.EUnavailable, "%s; acquire again later", why)
 	}
+	db, err := m.awaitDB(ctx, t, req, wait)
+	if err != nil {
+		return LeaseInfo{}, err
+	}
+	waited := time.Since(start)
+	info, err := m.grantLocked(ctx, t, db, req, terms, waited)
+	if err != nil {
+		return LeaseInfo{}, err
+	}
+	m.stats.Acquired(waited, waited)
+	return info, nil
+}
+
+// acquireTerms are what an acquire asked for, with the daemon's defaults
+// in place of what it left out.
+type acquireTerms struct {
+	strategy  testdbd.Strategy
+	ttl, wait time.Duration
+	conns     int // the account's MAX_USER_CONNECTIONS
+}
+
+// checkAcquire checks an acquire's request against the daemon's limits and
+// returns its terms.
+func (m *Manager) checkAcquire(req AcquireRequest) (acquireTerms, error) {
+	if req.Strategy == testdbd.StrategyUnspecified {
+		return acquireTerms{}, testdbd.Errorf(testdbd.EInvalid, "no reset strategy: name one of truncate, snapshot or rollback")
+	}
+	ttl, wait := req.TTL, req.WaitTimeout
+	if ttl == 0 {
+		ttl = m.cfg.DefaultTTL
+	}
+	if wait == 0 {
+		wait = m.cfg.DefaultWait
+	}
+	switch {
+	case ttl < time.Second || ttl > m.cfg.MaxTTL:
+		return acquireTerms{}, testdbd.Errorf(testdbd.EInvalid, "ttl_seconds %d: use 1 to %d (0 means %d)",
+			int(ttl.Seconds()), int(m.cfg.MaxTTL.Seconds()), int(m.cfg.DefaultTTL.Seconds()))
+	case wait < 0 || wait > m.cfg.MaxWait:
+		return acquireTerms{}, testdbd.Errorf(testdbd.EInvalid, "wait_timeout_ms %d: use 0 (%d) up to %d",
+			wait.Milliseconds(), m.cfg.DefaultWait.Milliseconds(), m.cfg.MaxWait.Milliseconds())
+	case len(req.Worker) > 128:
+		return acquireTerms{}, testdbd.Errorf(testdbd.EInvalid, "worker key of %d bytes is longer than 128", len(req.Worker))
+	case req.MaxConnections < 0 || req.MaxConnections > m.cfg.MaxLeaseConnections:
+		return acquireTerms{}, testdbd.Errorf(testdbd.EInvalid, "max_connections %d: use 0 (the default, %d) up to %d (--max-lease-connections)",
+			req.MaxConnections, m.cfg.LeaseConnections, m.cfg.MaxLeaseConnections)
+	}
+	conns := req.MaxConnections
+	if conns == 0 {
+		conns = m.cfg.LeaseConnections
+	}
+	return acquireTerms{strategy: req.Strategy, ttl: ttl, wait: wait, conns: conns}, nil
+}
+
+// grantLocked leases db of t to the acquire req on its terms, recording
+// how long it waited for the database (0: not at all), unlocks m.mu and
+// caps the lease's connections.
+func (m *Manager) grantLocked(ctx context.Context, t *template, db *workerDB, req AcquireRequest, terms acquireTerms, waited time.Duration) (LeaseInfo, error) {
+	l := m.newLeaseLocked(t, db, req.Worker, terms.strategy, terms.ttl, waited, terms.conns)
+	l.keepAI = req.KeepAutoIncrement
+	info := m.leaseInfoLocked(l)
+	m.mu.Unlock()
+	if err := m.capConnections(ctx, l); err != nil {
+		return LeaseInfo{}, err
+	}
+	return info, nil
+}
+
+// awaitDB queues the acquire, with m.mu held, behind t's other waiters and
+// waits up to wait for a database. It returns the database with m.mu still
+// held (or held again), or the reason it has none with m.mu unlocked.
+func (m *Manager) awaitDB(ctx context.Context, t *template, req AcquireRequest, wait time.Duration) (*workerDB, error) {
 	w := &waiter{worker: req.Worker, ch: make(chan *workerDB, 1), gone: make(chan struct{})}
 	t.waiters = append(t.waiters, w)
 	ahead := len(t.waiters) - 1
@@ -143,18 +187,9 @@ func (m *Manager) Acquire(ctx context.Context, req AcquireRequest) (LeaseInfo, e
 		if testdbd.ErrorCode(failure) == testdbd.EExhausted {
 			m.stats.Exhausted()
 		}
-		return LeaseInfo{}, failure
+		return nil, failure
 	}
-	waited := time.Since(start)
-	l := m.newLeaseLocked(t, db, req.Worker, strategy, ttl, waited, conns)
-	l.keepAI = req.KeepAutoIncrement
-	info := m.leaseInfoLocked(l)
-	m.mu.Unlock()
-	if err := m.capConnections(ctx, l); err != nil {
-		return LeaseInfo{}, err
-	}
-	m.stats.Acquired(waited, waited)
-	return info, nil
+	return db, nil
 }
 
 // readyBuild returns, locked, the build of name that hash names (the
@@ -370,9 +405,11 @@ func (m *Manager) Reset(ctx context.Context, id string, s testdbd.Strategy) (tes
 	return rep, nil
 }
 
-// Release ends a lease at once; its user is dropped, its sessions ended and
-// its database reset in the background before it goes back to the pool.
-// Releasing a lease that has ended already returns its final state.
+// Release ends a lease at once. In the background (recycle) its MySQL
+// account is then locked and its sessions ended, its database reset, and
+// the same account given a new password and unlocked for the database's
+// next lease; the account is dropped only with its database. Releasing a
+// lease that has ended already returns its final state.
 func (m *Manager) Release(id string) (LeaseInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -405,8 +442,9 @@ func (m *Manager) expire(id string) {
 	m.endLeaseLocked(l, LeaseExpired, fmt.Sprintf("expired at %s after its TTL of %v", l.expires.UTC().Format(time.RFC3339), l.ttl))
 }
 
-// endLeaseLocked ends a lease and, unless its server is dead, recycles its
-// database in the background: revoke the user, reset, new user, pool.
+// endLeaseLocked ends a lease and, unless it failed or its server is dead,
+// recycles its database in the background: lock the account and end its
+// sessions, reset, new password, pool.
 func (m *Manager) endLeaseLocked(l *lease, state, why string) {
 	if l.state != LeaseActive {
 		return
