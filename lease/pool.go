@@ -94,53 +94,89 @@ func (m *Manager) templatesByNeedLocked() []*template {
 
 // launchLocked starts one step towards another database of t: a clone on a
 // server holding a replica, a new replica on a server with room, or a new
-// server. It returns false (and records why in t.blocked) when the limits
-// allow none.
+// server. It returns true when it started a clone, false otherwise: it
+// started a replica or a server, which a later fill clones on, or one is on
+// its way, or the limits allow none (and then t.blocked says why).
 func (m *Manager) launchLocked(t *template) bool {
+	tables := t.tablesLocked()
+	if !m.roomForDBLocked(t, tables) {
+		return false
+	}
+	if rep := m.replicaWithRoomLocked(t, tables); rep != nil {
+		m.startCreateLocked(t, rep)
+		return true
+	}
+	if len(t.building) > 0 {
+		return false // a replica is on its way
+	}
+	if st := m.hostForReplicaLocked(t, tables); st != nil {
+		m.startReplicaLocked(t, st)
+		return false
+	}
+	m.addServerLocked(t)
+	return false
+}
+
+// roomForDBLocked reports whether the daemon-wide limits (--max-databases,
+// the memory budget) allow another database of t with tables tables,
+// evicting an idle database of another template when that makes room. When
+// they do not, it records why in t.blocked.
+func (m *Manager) roomForDBLocked(t *template, tables int) bool {
 	if m.dbTotal >= m.cfg.MaxDatabases {
 		if !m.evictIdleLocked(t) {
 			t.blocked = fmt.Sprintf("--max-databases=%d reached (%d worker databases exist)", m.cfg.MaxDatabases, m.dbTotal)
 			return false
 		}
 	}
-	tables := t.tablesLocked()
 	if reason := m.memoryBlocksLocked(int64(tables) * tableEstimate); reason != "" {
 		if !m.evictIdleLocked(t) {
 			t.blocked = reason
 			return false
 		}
 	}
-	// A server with a replica and room.
+	return true
+}
+
+// replicaWithRoomLocked returns a replica of t on a live server with room
+// for another database of tables tables, or nil.
+func (m *Manager) replicaWithRoomLocked(t *template, tables int) *replica {
 	for _, rep := range t.replicas {
 		st := rep.host
 		if !st.dead && st.dbs < m.cfg.MaxDBsPerInstance && st.tables+tables <= st.tableBudget() {
-			m.startCreateLocked(t, rep)
-			return true
+			return rep
 		}
 	}
-	if len(t.building) > 0 {
-		return false // a replica is on its way
-	}
-	// A server with room but no replica: build one there.
+	return nil
+}
+
+// hostForReplicaLocked returns a live server of t's engine with no replica
+// of t and room for one and a database (twice tables tables), or nil.
+func (m *Manager) hostForReplicaLocked(t *template, tables int) *host {
 	for _, st := range m.hosts {
 		if !st.dead && st.Engine() == t.engine && t.replicas[st.ID()] == nil && st.dbs < m.cfg.MaxDBsPerInstance && st.tables+2*tables <= st.tableBudget() {
-			m.startReplicaLocked(t, st)
-			return false
+			return st
 		}
 	}
+	return nil
+}
+
+// addServerLocked starts another server of t's fleet in the background,
+// unless one is starting already or the fleet's size or the memory budget
+// forbids it (then t.blocked says which).
+func (m *Manager) addServerLocked(t *template) {
 	f := t.fleet
 	if m.starting[f] > 0 {
-		return false
+		return
 	}
 	running := len(f.Members())
 	if running >= f.MaxInstances() {
 		t.blocked = fmt.Sprintf("every %s server is full (--max-databases-per-instance=%d, or its table budget) and --max-instances=%d servers of it run",
 			f.Provider().Engine(), m.cfg.MaxDBsPerInstance, f.MaxInstances())
-		return false
+		return
 	}
 	if reason := m.memoryBlocksLocked(instanceEstimate); reason != "" {
 		t.blocked = "no room for another server: " + reason
-		return false
+		return
 	}
 	m.starting[f]++
 	m.goBackground(func(ctx context.Context) {
@@ -158,7 +194,6 @@ func (m *Manager) launchLocked(t *template) bool {
 		}
 		m.kickFill()
 	})
-	return false
 }
 
 func (t *template) tablesLocked() int {
