@@ -7,10 +7,12 @@
 // capacity limits and replaces instances that die.
 //
 // Files by concern: manager.go (the Manager, its life and background
-// work), template.go (templates' states, builds and retirement),
-// pool.go (worker databases and the filler that keeps pools full),
-// lease.go (acquire, renew, reset, release, expiry), hosts.go (instances
-// as the manager sees them), capacity.go (the memory budget).
+// work), template.go (templates' states, ensures, which build a name
+// resolves to, and retirement), build.go (building template databases:
+// the first build, the cache, replicas on other servers), pool.go (worker
+// databases and the filler that keeps pools full), lease.go (acquire,
+// renew, reset, release, expiry), hosts.go (instances as the manager sees
+// them), capacity.go (the memory budget).
 //
 // It is larger than the other packages on purpose: pools, leases and
 // capacity share one lock (Manager.mu), so that "no database is held by
