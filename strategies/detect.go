@@ -1,0 +1,290 @@
+package strategies
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/binlog"
+	"github.com/testdbd/testdbd/schema"
+)
+
+// observation is what one detection query read.
+type observation struct {
+	tables    map[string]TableState
+	second    int64 // the server's clock when tables was read
+	serverDDL int64
+	own       mark
+	routines  string // with Target.Dir: the digest of routines and events
+	// statsTouched are the tables whose optimizer statistics are no longer
+	// the template's (ANALYZE, TRUNCATE by the test).
+	statsTouched map[string]bool
+	dir          DirStamp // with Target.Dir: the directory's stamp
+	dirErr       error
+	// fromLog: schema changes were looked for in the binary log (Target.Binlog
+	// without Target.Dir); schemaStmt is the last one it holds in the
+	// database since the baseline, binlogEnd where the log ended.
+	fromLog    bool
+	schemaStmt string
+	binlogEnd  binlog.Pos
+}
+
+func (o *observation) baseline() *Baseline {
+	return &Baseline{Tables: o.tables, ServerDDL: o.serverDDL, own: o.own, Dir: o.dir, Routines: o.routines, Second: o.second,
+		Binlog: o.binlogEnd}
+}
+
+// observe reads the worker's table states and the server's DDL counters,
+// with no schema-changing batch of the daemon in flight on the server. The
+// read is shared with the other resets on the server that wait for one at
+// the same moment (see scan).
+func (rs *resetter) observe(ctx context.Context) (*observation, error) {
+	t := rs.t
+	fromLog := t.Dir == "" && t.Binlog != nil
+	// The binary log is read on the lease's connection while the table
+	// states are read on the status pool: neither waits for the other.
+	type logRead struct {
+		stmt string
+		end  binlog.Pos
+		err  error
+	}
+	// Meanwhile the lease's connection also checksums the tables the last
+	// reset restored, which the reset compares with the template whatever
+	// detection reads (see candidates); but only while no session of the
+	// lease can start (its account locked: by run with Target.Dir, or,
+	// without Target.User, before the reset): a commit between this
+	// checksum and the reading of the counters would otherwise pass the
+	// one and be taken into the next baseline by the other. (Read after
+	// the counters, as without the lock, such a commit shows in one or the
+	// other.) Tables restored at every reset need no checksum.
+	var unknown []*schema.Table
+	if rs.conn != nil && t.Baseline != nil && (t.Dir != "" || t.User == "") {
+		for _, tbl := range without(t.Schema.Tables, rs.alwaysRestored()) {
+			if t.Baseline.Tables[tbl.Name].Unknown {
+				unknown = append(unknown, tbl)
+			}
+		}
+	}
+	var connDone chan logRead
+	if fromLog || len(unknown) > 0 {
+		var since binlog.Pos
+		if t.Baseline != nil {
+			since = t.Baseline.Binlog
+		}
+		var q binlog.Querier = t.StatusDB
+		if rs.conn != nil {
+			q = rs.conn
+		}
+		connDone = make(chan logRead, 1)
+		go func() {
+			var r logRead
+			if fromLog {
+				r.stmt, r.end, r.err = t.Binlog.SchemaChangedSince(ctx, q, t.Database, since)
+			}
+			if r.err == nil && len(unknown) > 0 {
+				rs.presums, r.err = rs.checksums(ctx, unknown)
+			}
+			connDone <- r
+		}()
+	}
+	obs, err := t.DDL.observeShared(ctx, t.StatusDB, t.Flavor, t.Database, t.Dir != "", !fromLog)
+	if connDone != nil {
+		r := <-connDone
+		if err == nil && r.err != nil {
+			err = r.err
+		}
+		if err == nil && fromLog {
+			obs.fromLog, obs.schemaStmt, obs.binlogEnd = true, r.stmt, r.end
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.Dir != "" {
+		obs.dir, obs.dirErr = statDir(t.Dir)
+	}
+	return obs, nil
+}
+
+// readDDLStatus returns the sum of the server's schema-changing statement
+// counters.
+func readDDLStatus(ctx context.Context, db queryer) (int64, error) {
+	rows, err := db.QueryContext(ctx, ddlStatusQuery)
+	if err != nil {
+		return 0, fmt.Errorf("read DDL counters: %w", err)
+	}
+	defer rows.Close()
+	var sum int64
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return 0, err
+		}
+		n, _ := strconv.ParseInt(value, 10, 64)
+		sum += n
+	}
+	return sum, rows.Err()
+}
+
+// needsFullCheck says why the fast path cannot be trusted, or "".
+func (rs *resetter) needsFullCheck(obs *observation) string {
+	t := rs.t
+	switch {
+	case t.Untrusted != "":
+		return "detector preconditions not met: " + t.Untrusted
+	case t.Baseline == nil:
+		return "no baseline for this database"
+	case t.Dir != "":
+		if why := rs.schemaChangedHere(obs); why != "" {
+			return why
+		}
+	case obs.fromLog:
+		if obs.schemaStmt != "" && !brokenSchemaWatch {
+			return "a schema-changing statement ran in this database since the last reset: " + obs.schemaStmt
+		}
+	case obs.own.unknown != t.Baseline.own.unknown || obs.own.unknown%2 == 1 || t.Baseline.own.unknown%2 == 1:
+		return "a template was built on this server since the last reset"
+	case obs.own.failed != t.Baseline.own.failed:
+		return "a batch of schema changes by testdbd failed on this server since the last reset"
+	}
+	if foreign := (obs.serverDDL - t.Baseline.ServerDDL) - (obs.own.own - t.Baseline.own.own); t.Dir == "" && !obs.fromLog && foreign > 0 {
+		return fmt.Sprintf("%d schema-changing statements ran on the server since the last reset that testdbd did not run", foreign)
+	}
+	for _, tbl := range t.Schema.Tables {
+		cur, ok := obs.tables[tbl.Name]
+		if !ok {
+			return "table " + tbl.Name + " is gone or was evicted from InnoDB's cache"
+		}
+		// A table the last reset restored may have a new id (TRUNCATE);
+		// a test's TRUNCATE or ALTER of it shows in the DDL counters.
+		if base, ok := t.Baseline.Tables[tbl.Name]; !ok || (!base.Unknown && base.ID != cur.ID) {
+			return "table " + tbl.Name + " was rebuilt (TRUNCATE or ALTER)"
+		}
+	}
+	if len(obs.tables) != len(t.Schema.Tables) {
+		for name := range obs.tables {
+			if _, ok := t.Schema.Table(name); !ok {
+				return "table " + name + " was created"
+			}
+		}
+	}
+	return ""
+}
+
+// schemaChangedHere says why the database's own schema changed since the
+// baseline, watching its directory and its routines (Target.Dir), or "".
+func (rs *resetter) schemaChangedHere(obs *observation) string {
+	base := rs.t.Baseline
+	switch {
+	case brokenSchemaWatch:
+		return ""
+	case obs.dirErr != nil:
+		return "the database's directory could not be read (" + obs.dirErr.Error() + "): it was dropped?"
+	case obs.dir.Ino != base.Dir.Ino:
+		return "the database was dropped and created again"
+	case obs.dir != base.Dir:
+		return "a table, view or trigger of this database was created, altered, renamed, truncated or dropped since the last reset"
+	case obs.routines != base.Routines:
+		return "a procedure, function or event of this database was created, altered or dropped since the last reset"
+	}
+	return ""
+}
+
+// candidates splits the tables that may differ from the template: changed
+// ones, whose counters moved since the baseline, and unsure ones, restored
+// by the previous reset (their counters after a restore are not read, to
+// save a query; their content is checked instead).
+//
+// UPDATE_TIME (MySQL) counts in whole seconds, and a commit after the
+// baseline may be stamped with the second before the baseline's (see
+// stampLag): a table whose UPDATE_TIME at the baseline was that second or
+// the baseline's own may have been written again without its UPDATE_TIME
+// moving, so such a table is unsure too. Writes in later seconds move it.
+func (rs *resetter) candidates(obs *observation) (changed, unsure []*schema.Table) {
+	for _, tbl := range rs.t.Schema.Tables {
+		base := rs.t.Baseline.Tables[tbl.Name]
+		switch {
+		case base.Unknown, obs.statsTouched[tbl.Name]:
+			// ANALYZE TABLE also resets the table's MODIFIED_COUNTER: a
+			// table whose statistics moved is checked by its content.
+			unsure = append(unsure, tbl)
+		case brokenDetector != nil && brokenDetector(tbl.Name):
+		case obs.tables[tbl.Name].moved(base):
+			changed = append(changed, tbl)
+		case base.Updated != 0 && base.Updated >= rs.t.Baseline.Second-stampLag:
+			unsure = append(unsure, tbl)
+		}
+	}
+	return changed, unsure
+}
+
+// alwaysRestored returns the tables restored at every reset, whatever
+// detection read: on MySQL, the tables with a FULLTEXT index, whose index
+// changes with writes that leave no other trace (a DELETE rolled back
+// changes the relevance of every document, with the rows, UPDATE_TIME and
+// AUTO_INCREMENT as they were). MariaDB's counters see those writes.
+func (rs *resetter) alwaysRestored() []*schema.Table {
+	if rs.t.Flavor != testdbd.MySQL {
+		return nil
+	}
+	var out []*schema.Table
+	for _, tbl := range rs.t.Schema.Tables {
+		if tbl.Fulltext {
+			out = append(out, tbl)
+		}
+	}
+	return out
+}
+
+// drifted returns, for a reset that rewinds AUTO_INCREMENT after one that
+// kept it, the tables whose counter is not the template's and that are
+// not otherwise candidates (those are restored or checked with their
+// counter).
+func (rs *resetter) drifted(obs *observation, lists ...[]*schema.Table) []*schema.Table {
+	if rs.t.KeepAutoIncrement || rs.t.Baseline == nil || !rs.t.Baseline.AutoIncKept {
+		return nil
+	}
+	var others []*schema.Table
+	for _, l := range lists {
+		others = append(others, l...)
+	}
+	var out []*schema.Table
+	for _, tbl := range without(rs.t.Schema.Tables, others) {
+		if tbl.AutoIncrement != 0 && autoIncDiffers(obs.tables[tbl.Name], tbl) {
+			out = append(out, tbl)
+		}
+	}
+	return out
+}
+
+// without returns tables less those in drop.
+func without(tables, drop []*schema.Table) []*schema.Table {
+	if len(drop) == 0 {
+		return tables
+	}
+	var out []*schema.Table
+	for _, t := range tables {
+		if !slices.Contains(drop, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// autoIncDiffers reports whether a table's next AUTO_INCREMENT value as
+// detection read it is not the template's. MySQL shows none (0) for a table
+// no row was ever written to, whose next value is 1, the template's.
+func autoIncDiffers(st TableState, tbl *schema.Table) bool {
+	return st.AutoInc != tbl.AutoIncrement && !(st.AutoInc == 0 && tbl.AutoIncrement == 1 && tbl.AutoIncrementColumn != "")
+}
+
+// brokenSchemaWatch, set only by tests, makes schemaChangedHere see no
+// change, to show that the property test catches a blind watch.
+var brokenSchemaWatch bool
+
+// brokenDetector, set only by tests, makes the detector ignore the tables
+// it returns true for, to show that the property test catches a detector
+// that misses changes.
+var brokenDetector func(table string) bool
