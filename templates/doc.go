@@ -4,10 +4,10 @@
 // instance (create it, run the migrations and the seed, capture its
 // definition for cloning).
 //
-// It is larger than most packages (about 1,200 lines): besides builds from
-// migrations and external builds (build.go) it holds the template cache
-// (cache.go) and the portable images it stores (image.go), which are
-// another way of building the same template and share its capture.
+// It is larger than most packages: besides builds from migrations and
+// external builds (build.go) it holds the template cache (cache.go) and
+// the portable images it stores (image.go), which are another way of
+// building the same template and share its capture.
 //
 // Where templates are built and how their worker databases are pooled is
 // the lease package's business; this package does the work on one

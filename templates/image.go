@@ -253,28 +253,15 @@ func selectExpr(c column, typ string) string {
 
 // writeRows writes one table's rows as INSERT statements.
 func writeRows(ctx context.Context, conn *sql.Conn, database string, t *schema.Table, w *bufio.Writer) error {
-	cols, types, err := columnsWithTypes(ctx, conn, database, t.Name)
+	cols, query, prefix, err := rowStatements(ctx, conn, database, t.Name)
 	if err != nil {
 		return err
 	}
-	exprs := make([]string, len(cols))
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		exprs[i] = selectExpr(c, types[i])
-		names[i] = schema.Quote(c.name)
-	}
-	order := ""
-	if pk, err := primaryKey(ctx, conn, database, t.Name); err != nil {
-		return err
-	} else if len(pk) > 0 {
-		order = " ORDER BY " + strings.Join(pk, ", ")
-	}
-	rows, err := conn.QueryContext(ctx, "SELECT "+strings.Join(exprs, ", ")+" FROM "+schema.Quote(database)+"."+schema.Quote(t.Name)+order)
+	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	prefix := "INSERT INTO " + schema.Quote(t.Name) + " (" + strings.Join(names, ", ") + ") VALUES "
 	vals := make([]sql.RawBytes, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
@@ -297,27 +284,7 @@ func writeRows(ctx context.Context, conn *sql.Conn, database string, t *schema.T
 		} else {
 			stmt.WriteByte(',')
 		}
-		stmt.WriteByte('(')
-		for i, v := range vals {
-			if i > 0 {
-				stmt.WriteByte(',')
-			}
-			switch {
-			case v == nil:
-				stmt.WriteString("NULL")
-			case cols[i].kind == asNumber:
-				stmt.Write(v)
-			case cols[i].kind == asHex:
-				stmt.WriteString("X'")
-				stmt.Write(v)
-				stmt.WriteByte('\'')
-			default:
-				stmt.WriteString("_utf8mb4 X'")
-				stmt.Write(v)
-				stmt.WriteByte('\'')
-			}
-		}
-		stmt.WriteByte(')')
+		appendRow(&stmt, cols, vals)
 		if stmt.Len() >= insertBytes {
 			flush()
 		}
@@ -327,6 +294,57 @@ func writeRows(ctx context.Context, conn *sql.Conn, database string, t *schema.T
 	}
 	flush()
 	return nil
+}
+
+// rowStatements returns table's insertable columns, the query that reads
+// its rows for an image (in primary-key order where there is one), and the
+// start of the INSERT statements that write them back.
+func rowStatements(ctx context.Context, conn *sql.Conn, database, table string) (cols []column, query, insert string, err error) {
+	cols, types, err := columnsWithTypes(ctx, conn, database, table)
+	if err != nil {
+		return nil, "", "", err
+	}
+	exprs := make([]string, len(cols))
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		exprs[i] = selectExpr(c, types[i])
+		names[i] = schema.Quote(c.name)
+	}
+	order := ""
+	if pk, err := primaryKey(ctx, conn, database, table); err != nil {
+		return nil, "", "", err
+	} else if len(pk) > 0 {
+		order = " ORDER BY " + strings.Join(pk, ", ")
+	}
+	query = "SELECT " + strings.Join(exprs, ", ") + " FROM " + schema.Quote(database) + "." + schema.Quote(table) + order
+	insert = "INSERT INTO " + schema.Quote(table) + " (" + strings.Join(names, ", ") + ") VALUES "
+	return cols, query, insert, nil
+}
+
+// appendRow appends one row, as selectExpr read it, to an INSERT statement:
+// (v1,v2,...).
+func appendRow(stmt *strings.Builder, cols []column, vals []sql.RawBytes) {
+	stmt.WriteByte('(')
+	for i, v := range vals {
+		if i > 0 {
+			stmt.WriteByte(',')
+		}
+		switch {
+		case v == nil:
+			stmt.WriteString("NULL")
+		case cols[i].kind == asNumber:
+			stmt.Write(v)
+		case cols[i].kind == asHex:
+			stmt.WriteString("X'")
+			stmt.Write(v)
+			stmt.WriteByte('\'')
+		default:
+			stmt.WriteString("_utf8mb4 X'")
+			stmt.Write(v)
+			stmt.WriteByte('\'')
+		}
+	}
+	stmt.WriteByte(')')
 }
 
 // columnsWithTypes is columns with each column's DATA_TYPE, lower case.
@@ -395,7 +413,8 @@ func ReadImageHeader(r io.Reader) (*ImageHeader, *bufio.Reader, io.Closer, error
 // read, sql the rest): the tables, the rows, then views, triggers, routines
 // and events owned by a new locked owner account, like a build's. The
 // loaded tables' checksums must equal the image's, or the load fails and
-// nothing of it remains. The result is analyzed and captured like a
+// nothing of it remains. The template's optimizer statistics are put back
+// from the image (not analyzed again), and the result is captured like a
 // build's.
 func LoadImage(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database string, hdr *ImageHeader, rows *bufio.Reader, opts BuildOptions) (_ *Built, err error) {
 	start := time.Now()
@@ -422,6 +441,36 @@ func LoadImage(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCo
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
+	if err := createTables(ctx, conn, ddl, database, s); err != nil {
+		return nil, err
+	}
+	if err := loadRows(ctx, conn, rows); err != nil {
+		return nil, err
+	}
+	if err := createObjects(ctx, conn, ddl, s, owner.User); err != nil {
+		return nil, err
+	}
+	if err := verifyLoaded(ctx, conn, database, s); err != nil {
+		return nil, err
+	}
+	if err := loadStats(ctx, conn, database, hdr); err != nil {
+		return nil, err
+	}
+	opts.progress(PhaseCapturing, 0, 0, "")
+	captured, err := schema.Capture(ctx, inst.DB, database, owner.User)
+	if err != nil {
+		return nil, err
+	}
+	if changes := schema.Diff(s, captured); len(changes) > 0 {
+		return nil, fmt.Errorf("the loaded template differs from its image: %s", strings.Join(changes, "; "))
+	}
+	return &Built{Database: database, Owner: owner.User, Schema: captured, Capture: time.Since(start)}, nil
+}
+
+// createTables creates database with s's character set and its tables,
+// and leaves conn's session set for loading rows (schema.CopySession, and
+// times in UTC).
+func createTables(ctx context.Context, conn *sql.Conn, ddl *strategies.DDLCounter, database string, s *schema.Schema) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE DATABASE %s CHARACTER SET %s COLLATE %s;\nUSE %s;\n%s;\n",
 		schema.Quote(database), s.Charset, s.Collation, schema.Quote(database), schema.CreateSession)
@@ -431,9 +480,14 @@ func LoadImage(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCo
 	}
 	b.WriteString(schema.CopySession + ";\nSET SESSION time_zone = '+00:00'")
 	if err := ddl.Exec(ctx, conn, 1+len(s.Tables), b.String()); err != nil {
-		return nil, fmt.Errorf("create the tables: %w", err)
+		return fmt.Errorf("create the tables: %w", err)
 	}
-	// The rows: statements a line each, sent a few MB at a time.
+	return nil
+}
+
+// loadRows runs an image's INSERT statements, a line each, sent a few MB
+// at a time.
+func loadRows(ctx context.Context, conn *sql.Conn, rows *bufio.Reader) error {
 	var batch strings.Builder
 	send := func() error {
 		if batch.Len() == 0 {
@@ -449,7 +503,7 @@ func LoadImage(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCo
 			batch.WriteString(line)
 			if batch.Len() >= 4*insertBytes {
 				if err := send(); err != nil {
-					return nil, fmt.Errorf("load rows: %w", err)
+					return fmt.Errorf("load rows: %w", err)
 				}
 			}
 		}
@@ -457,34 +511,41 @@ func LoadImage(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCo
 			break
 		}
 		if rerr != nil {
-			return nil, fmt.Errorf("read the image: %w", rerr)
+			return fmt.Errorf("read the image: %w", rerr)
 		}
 	}
 	if err := send(); err != nil {
-		return nil, fmt.Errorf("load rows: %w", err)
+		return fmt.Errorf("load rows: %w", err)
 	}
-	b.Reset()
+	return nil
+}
+
+// createObjects creates s's views, triggers, routines and events with
+// owner as their definer, and puts conn's session back as it was.
+func createObjects(ctx context.Context, conn *sql.Conn, ddl *strategies.DDLCounter, s *schema.Schema, owner string) error {
+	var b strings.Builder
 	for _, v := range s.Views {
-		create := strings.Replace(v.Create, schema.OwnerDefiner, "DEFINER=`"+owner.User+"`@`%`", 1)
+		create := strings.Replace(v.Create, schema.OwnerDefiner, "DEFINER=`"+owner+"`@`%`", 1)
 		b.WriteString(create)
 		b.WriteString(";\n")
 	}
 	for _, objs := range [][]schema.Object{s.Triggers, s.Routines, s.Events} {
-		if err := schema.WriteObjects(&b, objs, owner.User); err != nil {
-			return nil, err
+		if err := schema.WriteObjects(&b, objs, owner); err != nil {
+			return err
 		}
 	}
 	b.WriteString(schema.ResetSession + "; SET SESSION time_zone = DEFAULT")
 	if err := ddl.Exec(ctx, conn, len(s.Views)+len(s.Triggers)+len(s.Routines)+len(s.Events), b.String()); err != nil {
-		return nil, fmt.Errorf("create views, triggers, routines and events: %w", err)
+		return fmt.Errorf("create views, triggers, routines and events: %w", err)
 	}
-	if err := verifyLoaded(ctx, conn, database, s); err != nil {
-		return nil, err
-	}
-	// The statistics the template had (not analyzed again: clones copy
-	// these rows, and a table loaded anew holds no deleted FULLTEXT words
-	// that a rebuild would drop). READ COMMITTED takes no gap locks in the
-	// tables every database shares.
+	return nil
+}
+
+// loadStats puts back the optimizer statistics the template had, from its
+// image's header (not analyzed again: clones copy these rows, and a table
+// loaded anew holds no deleted FULLTEXT words that a rebuild would drop).
+// READ COMMITTED takes no gap locks in the tables every database shares.
+func loadStats(ctx context.Context, conn *sql.Conn, database string, hdr *ImageHeader) error {
 	stats := "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
 	for _, st := range []struct {
 		table string
@@ -496,17 +557,9 @@ func LoadImage(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCo
 	}
 	stats += ";\nSET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
 	if _, err := conn.ExecContext(ctx, stats); err != nil {
-		return nil, fmt.Errorf("load the template's optimizer statistics: %w", err)
+		return fmt.Errorf("load the template's optimizer statistics: %w", err)
 	}
-	opts.progress(PhaseCapturing, 0, 0, "")
-	captured, err := schema.Capture(ctx, inst.DB, database, owner.User)
-	if err != nil {
-		return nil, err
-	}
-	if changes := schema.Diff(s, captured); len(changes) > 0 {
-		return nil, fmt.Errorf("the loaded template differs from its image: %s", strings.Join(changes, "; "))
-	}
-	return &Built{Database: database, Owner: owner.User, Schema: captured, Capture: time.Since(start)}, nil
+	return nil
 }
 
 // verifyLoaded compares every loaded table's checksum and row count with
