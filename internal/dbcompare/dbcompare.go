@@ -62,13 +62,40 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 	s := &Snapshot{Database: name, Objects: map[string]string{}, Checksums: map[string]int64{},
 		Rows: map[string]int64{}, AutoIncrement: map[string]int64{}, Definers: map[string]string{}, Stats: map[string]string{},
 		Relevance: map[string]string{}}
-	norm := func(def string) string {
-		def = strings.ReplaceAll(def, quote(name)+".", "")
-		return autoIncClause.ReplaceAllString(def, "")
+	tables, err := s.takeTables(ctx, conn)
+	if err != nil {
+		return nil, err
 	}
+	if err := s.takeChecksums(ctx, conn, tables); err != nil {
+		return nil, err
+	}
+	if err := s.takeAutoIncrement(ctx, conn); err != nil {
+		return nil, err
+	}
+	if err := s.takeObjects(ctx, conn); err != nil {
+		return nil, err
+	}
+	if err := s.takeStats(ctx, conn, name); err != nil {
+		return nil, fmt.Errorf("statistics: %w", err)
+	}
+	if err := s.takeRelevance(ctx, conn, name); err != nil {
+		return nil, fmt.Errorf("relevance: %w", err)
+	}
+	return s, nil
+}
 
+// norm takes the database's name and the AUTO_INCREMENT clause out of a
+// definition.
+func (s *Snapshot) norm(def string) string {
+	def = strings.ReplaceAll(def, quote(s.Database)+".", "")
+	return autoIncClause.ReplaceAllString(def, "")
+}
+
+// takeTables reads the definitions of the database's tables and views and
+// the tables' row counts, and returns the tables' names, sorted.
+func (s *Snapshot) takeTables(ctx context.Context, conn *sql.Conn) ([]string, error) {
 	kinds := map[string]string{}
-	err = schema.EachRow(ctx, conn, "SHOW FULL TABLES", nil, func(rows *sql.Rows) error {
+	err := schema.EachRow(ctx, conn, "SHOW FULL TABLES", nil, func(rows *sql.Rows) error {
 		var n, kind string
 		if err := rows.Scan(&n, &kind); err != nil {
 			return err
@@ -86,7 +113,7 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 			if err != nil {
 				return nil, err
 			}
-			s.Objects["VIEW "+n] = s.definer("VIEW "+n, norm(v["Create View"]))
+			s.Objects["VIEW "+n] = s.definer("VIEW "+n, s.norm(v["Create View"]))
 			continue
 		}
 		tables = append(tables, n)
@@ -94,7 +121,7 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.Objects["TABLE "+n] = norm(v["Create Table"])
+		s.Objects["TABLE "+n] = s.norm(v["Create Table"])
 		var count int64
 		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quote(n)).Scan(&count); err != nil {
 			return nil, err
@@ -102,24 +129,35 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 		s.Rows[n] = count
 	}
 	sort.Strings(tables)
-	if len(tables) > 0 {
-		q := make([]string, len(tables))
-		for i, t := range tables {
-			q[i] = quote(t)
-		}
-		sums, err := schema.Checksums(ctx, conn, "CHECKSUM TABLE "+strings.Join(q, ", "))
-		if err != nil {
-			return nil, err
-		}
-		for n, sum := range sums {
-			s.Checksums[strings.TrimPrefix(n, name+".")] = sum
-		}
+	return tables, nil
+}
+
+// takeChecksums reads CHECKSUM TABLE of tables.
+func (s *Snapshot) takeChecksums(ctx context.Context, conn *sql.Conn, tables []string) error {
+	if len(tables) == 0 {
+		return nil
 	}
-	// MySQL shows NULL for a table no row was ever written to, whose next
-	// value is 1 (MariaDB shows 1).
-	err = schema.EachRow(ctx, conn, `SELECT t.TABLE_NAME, COALESCE(t.AUTO_INCREMENT, 1) FROM information_schema.TABLES t
+	q := make([]string, len(tables))
+	for i, t := range tables {
+		q[i] = quote(t)
+	}
+	sums, err := schema.Checksums(ctx, conn, "CHECKSUM TABLE "+strings.Join(q, ", "))
+	if err != nil {
+		return err
+	}
+	for n, sum := range sums {
+		s.Checksums[strings.TrimPrefix(n, s.Database+".")] = sum
+	}
+	return nil
+}
+
+// takeAutoIncrement reads the next AUTO_INCREMENT value of every table
+// with an AUTO_INCREMENT column. MySQL shows NULL for a table no row was
+// ever written to, whose next value is 1 (MariaDB shows 1).
+func (s *Snapshot) takeAutoIncrement(ctx context.Context, conn *sql.Conn) error {
+	return schema.EachRow(ctx, conn, `SELECT t.TABLE_NAME, COALESCE(t.AUTO_INCREMENT, 1) FROM information_schema.TABLES t
 		JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME
-		WHERE t.TABLE_SCHEMA = ? AND t.TABLE_TYPE = 'BASE TABLE' AND c.EXTRA LIKE '%auto_increment%'`, []any{name}, func(rows *sql.Rows) error {
+		WHERE t.TABLE_SCHEMA = ? AND t.TABLE_TYPE = 'BASE TABLE' AND c.EXTRA LIKE '%auto_increment%'`, []any{s.Database}, func(rows *sql.Rows) error {
 		var n string
 		var ai int64
 		if err := rows.Scan(&n, &ai); err != nil {
@@ -128,19 +166,23 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 		s.AutoIncrement[n] = ai
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
+}
 
-	objs := []struct{ kind, list, show, col string }{
-		{"TRIGGER", "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?", "SHOW CREATE TRIGGER ", "SQL Original Statement"},
-		{"PROCEDURE", "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? AND ROUTINE_TYPE = 'PROCEDURE'", "SHOW CREATE PROCEDURE ", "Create Procedure"},
-		{"FUNCTION", "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? AND ROUTINE_TYPE = 'FUNCTION'", "SHOW CREATE FUNCTION ", "Create Function"},
-		{"EVENT", "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", "SHOW CREATE EVENT ", "Create Event"},
-	}
-	for _, o := range objs {
+// programs are the kinds of stored program a snapshot reads: how to list
+// them and how to show one's definition.
+var programs = []struct{ kind, list, show, col string }{
+	{"TRIGGER", "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?", "SHOW CREATE TRIGGER ", "SQL Original Statement"},
+	{"PROCEDURE", "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? AND ROUTINE_TYPE = 'PROCEDURE'", "SHOW CREATE PROCEDURE ", "Create Procedure"},
+	{"FUNCTION", "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? AND ROUTINE_TYPE = 'FUNCTION'", "SHOW CREATE FUNCTION ", "Create Function"},
+	{"EVENT", "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", "SHOW CREATE EVENT ", "Create Event"},
+}
+
+// takeObjects reads the definitions of the database's triggers, routines
+// and events, each with the sql_mode it was created under.
+func (s *Snapshot) takeObjects(ctx context.Context, conn *sql.Conn) error {
+	for _, o := range programs {
 		var names []string
-		err := schema.EachRow(ctx, conn, o.list, []any{name}, func(rows *sql.Rows) error {
+		err := schema.EachRow(ctx, conn, o.list, []any{s.Database}, func(rows *sql.Rows) error {
 			var n string
 			if err := rows.Scan(&n); err != nil {
 				return err
@@ -149,23 +191,17 @@ func Take(ctx context.Context, db *sql.DB, name string) (*Snapshot, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, n := range names {
 			v, err := schema.ShowCreate(ctx, conn, o.show+quote(n))
 			if err != nil {
-				return nil, err
+				return err
 			}
-			s.Objects[o.kind+" "+n] = s.definer(o.kind+" "+n, norm(v[o.col])) + " /* sql_mode=" + v["sql_mode"] + " */"
+			s.Objects[o.kind+" "+n] = s.definer(o.kind+" "+n, s.norm(v[o.col])) + " /* sql_mode=" + v["sql_mode"] + " */"
 		}
 	}
-	if err := s.takeStats(ctx, conn, name); err != nil {
-		return nil, fmt.Errorf("statistics: %w", err)
-	}
-	if err := s.takeRelevance(ctx, conn, name); err != nil {
-		return nil, fmt.Errorf("relevance: %w", err)
-	}
-	return s, nil
+	return nil
 }
 
 // RelevanceTerms are the words every FULLTEXT index is searched for.
@@ -249,13 +285,26 @@ func (s *Snapshot) definer(key, def string) string {
 
 // Diff lists every difference between two snapshots; none means equal.
 func Diff(want, got *Snapshot) []string {
+	d := diffDefiners(want.Definers, got.Definers)
+	d = append(d, diffObjects(want.Objects, got.Objects)...)
+	d = append(d, diffTexts("statistics", want.Stats, got.Stats)...)
+	d = append(d, diffTexts("relevance of", want.Relevance, got.Relevance)...)
+	d = append(d, diffCounts("rows", want.Rows, got.Rows)...)
+	d = append(d, diffCounts("checksum", want.Checksums, got.Checksums)...)
+	d = append(d, diffCounts("AUTO_INCREMENT", want.AutoIncrement, got.AutoIncrement)...)
+	sort.Strings(d)
+	return d
+}
+
+// diffDefiners lists where the definers of the objects both snapshots have
+// do not correspond one-to-one (each database has its own owner).
+func diffDefiners(want, got map[string]string) []string {
 	var d []string
-	// Definers correspond one-to-one (each database has its own owner).
 	fwd, back := map[string]string{}, map[string]string{}
-	for k, w := range want.Definers {
-		g, ok := got.Definers[k]
+	for k, w := range want {
+		g, ok := got[k]
 		if !ok {
-			continue // the object is missing or differs: reported below
+			continue // the object is missing or differs: diffObjects reports it
 		}
 		if prev, seen := fwd[w]; seen && prev != g {
 			d = append(d, fmt.Sprintf("%s has definer %s where the others defined by %s have %s", k, g, w, prev))
@@ -265,8 +314,14 @@ func Diff(want, got *Snapshot) []string {
 		}
 		fwd[w], back[g] = g, w
 	}
-	for k, w := range want.Objects {
-		g, ok := got.Objects[k]
+	return d
+}
+
+// diffObjects lists the objects missing, differing or extra in got.
+func diffObjects(want, got map[string]string) []string {
+	var d []string
+	for k, w := range want {
+		g, ok := got[k]
 		switch {
 		case !ok:
 			d = append(d, fmt.Sprintf("%s missing", k))
@@ -274,41 +329,45 @@ func Diff(want, got *Snapshot) []string {
 			d = append(d, fmt.Sprintf("%s differs:\n  want %s\n  got  %s", k, w, g))
 		}
 	}
-	for k := range got.Objects {
-		if _, ok := want.Objects[k]; !ok {
+	for k := range got {
+		if _, ok := want[k]; !ok {
 			d = append(d, fmt.Sprintf("%s is extra", k))
 		}
 	}
-	cmp := func(what string, w, g map[string]int64) {
-		for k, wv := range w {
-			if gv, ok := g[k]; !ok || gv != wv {
-				d = append(d, fmt.Sprintf("%s of %s: want %d, got %d (present=%v)", what, k, wv, gv, ok))
-			}
-		}
-		for k, gv := range g {
-			if _, ok := w[k]; !ok {
-				d = append(d, fmt.Sprintf("%s of %s: extra value %d", what, k, gv))
-			}
-		}
-	}
-	cmpText := func(what string, w, g map[string]string) {
-		for k, wv := range w {
-			if gv, ok := g[k]; !ok || gv != wv {
-				d = append(d, fmt.Sprintf("%s %s: want %q, got %q (present=%v)", what, k, wv, gv, ok))
-			}
-		}
-		for k, gv := range g {
-			if _, ok := w[k]; !ok {
-				d = append(d, fmt.Sprintf("%s %s: extra %q", what, k, gv))
-			}
+	return d
+}
+
+// diffCounts lists the numbers (what of each key) missing, differing or
+// extra in g.
+func diffCounts(what string, w, g map[string]int64) []string {
+	var d []string
+	for k, wv := range w {
+		if gv, ok := g[k]; !ok || gv != wv {
+			d = append(d, fmt.Sprintf("%s of %s: want %d, got %d (present=%v)", what, k, wv, gv, ok))
 		}
 	}
-	cmpText("statistics", want.Stats, got.Stats)
-	cmpText("relevance of", want.Relevance, got.Relevance)
-	cmp("rows", want.Rows, got.Rows)
-	cmp("checksum", want.Checksums, got.Checksums)
-	cmp("AUTO_INCREMENT", want.AutoIncrement, got.AutoIncrement)
-	sort.Strings(d)
+	for k, gv := range g {
+		if _, ok := w[k]; !ok {
+			d = append(d, fmt.Sprintf("%s of %s: extra value %d", what, k, gv))
+		}
+	}
+	return d
+}
+
+// diffTexts lists the texts (what each key) missing, differing or extra
+// in g.
+func diffTexts(what string, w, g map[string]string) []string {
+	var d []string
+	for k, wv := range w {
+		if gv, ok := g[k]; !ok || gv != wv {
+			d = append(d, fmt.Sprintf("%s %s: want %q, got %q (present=%v)", what, k, wv, gv, ok))
+		}
+	}
+	for k, gv := range g {
+		if _, ok := w[k]; !ok {
+			d = append(d, fmt.Sprintf("%s %s: extra %q", what, k, gv))
+		}
+	}
 	return d
 }
 
