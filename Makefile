@@ -1,5 +1,6 @@
 # The README's two commands: `make run` starts the daemon, `make test` runs
-# the tests. Each installs what it needs that is missing.
+# the quick tests. Each installs what it needs that is missing. `make
+# test-all` runs the whole matrix (.ci/run).
 
 GO      ?= go
 BIN     := $(CURDIR)/bin
@@ -24,18 +25,30 @@ GOLANGCI                := $(CURDIR)/.tools/golangci-lint-$(GOLANGCI_VERSION)/go
 run: deps build
 	$(BIN)/testdbd serve $(ARGS)
 
-## test: lint, check generated code, cross-compile, build every image, and
-## run every test with the race detector: this module's over the engine
-## matrix (native MariaDB, Docker MariaDB 10.11, MariaDB 11.8 and MySQL 9.7;
+## test: the quick tier, at most 10 minutes here with warm caches: lint,
+## the generated code's freshness, and go test -short -race of this module
+## and the Go SDK: unit tests and the integration tests on the native
+## MariaDB server. Docker, Kubernetes, browser, package and example tests
+## skip, saying that make test-all runs them.
+test: deps lint check-generated
+	$(GO) test -short -race -count=1 -timeout 20m ./...
+	cd client && $(GO) test -short -race -count=1 -timeout 10m ./...
+
+## test-all: the whole matrix, what .ci/run runs: cross builds, every image,
+## every test with the race detector over the engine matrix (native
+## MariaDB, Docker MariaDB 10.11, MariaDB 11.8 and MySQL 9.7;
 ## TESTDBD_ENGINES=mysql-9.7,... runs some cells only, see internal/testenv)
 ## and the local Kubernetes cluster (started, the image loaded, and stopped
 ## afterwards even when tests fail, by scripts/k8s/with-cluster.sh; the
 ## first run builds it, 10-20 min; K8S=0 leaves it out: its tests then
-## skip), and the Go SDK's (client/ is a module of its own, which ./... does
-## not include)
-test: deps deps-examples deps-browser lint check-generated cross images image-testdbd
+## skip), the dashboard in Chromium, the Python and PHP packages, the
+## examples, the Go SDK's tests and the benchmark's quick run (client/ and
+## bench/ are modules of their own, which ./... does not include)
+.PHONY: test-all
+test-all: deps deps-examples deps-browser lint check-generated cross images image-testdbd
 	@K8S=$(K8S) IMAGE=$(IMAGE) scripts/k8s/with-cluster.sh $(GO) test -race -count=1 -timeout 80m ./...
 	cd client && $(GO) test -race -count=1 -timeout 30m ./...
+	cd bench && $(GO) test -race -count=1 -timeout 20m ./...
 
 ## cross: the daemon and CLI build for Linux and macOS on amd64 and arm64
 ## (the native provider is Linux-only; on macOS the daemon runs --provider docker)
@@ -51,7 +64,8 @@ build:
 deps:
 	@scripts/install-deps.sh server
 
-# php-cli, php-mysql, python3-pymysql and mariadb-dump, which the examples' test runs;
+# php-cli, php-mysql, python3-pymysql and mariadb-dump, which the examples' test runs
+# (make test-all);
 # and what the tests of the Python and PHP packages in clients/ use (pytest,
 # pytest-xdist, Django, pytest-django, python3-venv, phpunit, composer)
 deps-examples:
@@ -66,8 +80,10 @@ deps-browser:
 lint: $(GOLANGCI)
 	$(GOLANGCI) run ./...
 	cd client && $(GOLANGCI) run ./...
+	cd bench && $(GOLANGCI) run ./...
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@cd client && $(GO) mod tidy -diff >/dev/null || { echo "client/go.mod or client/go.sum is not tidy: run go mod tidy in client/"; exit 1; }
+	@cd bench && $(GO) mod tidy -diff >/dev/null || { echo "bench/go.mod or bench/go.sum is not tidy: run go mod tidy in bench/"; exit 1; }
 
 $(GOLANGCI):
 	@echo "building golangci-lint $(GOLANGCI_VERSION) (a few minutes, once)"
@@ -139,12 +155,14 @@ images: image image-mysql-9.7 image-mariadb-11.8 image-testdbd
 property: deps image image-mysql-9.7 image-mariadb-11.8
 	@GO=$(GO) scripts/property.sh
 
-## bench: the benchmark (about 5 minutes on 2 cores, after the images): baselines and testdbd side
-## by side; writes docs/benchmarks.json (raw samples), docs/benchmarks.md and
-## docs/benchmarks-reset.svg. `go run ./cmd/bench --quick` is the one-minute check.
+## bench: the benchmark (bench/, a module of its own; about 6 minutes on 2
+## cores, after the images): testdbd's strategies beside the conventional
+## resets, the engines, scaling, big tables and cold start; writes
+## docs/benchmarks.json (raw samples) and docs/benchmarks.md (the report).
+## `cd bench && go run . --quick --out DIR` is the two-minute check.
 .PHONY: bench
 bench: deps images
-	$(GO) run ./cmd/bench --out docs $(BENCH_ARGS)
+	cd bench && $(GO) run . --out ../docs $(BENCH_ARGS)
 
 ## k8s-up: build (once, into .tools/k8s) and start a single-node Kubernetes
 ## cluster on loopback for tests; KUBECONFIG=.tools/k8s/admin.kubeconfig.

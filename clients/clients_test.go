@@ -294,7 +294,7 @@ func lookPath(t *testing.T, tool, why string) string {
 	t.Helper()
 	p, err := exec.LookPath(tool)
 	if err != nil {
-		t.Skipf("%s is not installed (%s); scripts/install-deps.sh clients installs it, and make test runs that", tool, why)
+		t.Skipf("%s is not installed (%s); scripts/install-deps.sh clients installs it (make test-all does)", tool, why)
 	}
 	return p
 }

@@ -7,15 +7,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/testdbd/testdbd/internal/testenv"
 )
 
 // phpTools skips the test when PHP, pdo_mysql or PHPUnit is missing and
 // returns phpunit.
 func phpTools(t *testing.T) string {
 	t.Helper()
+	testenv.NeedFull(t, "the PHP package's suites")
 	lookPath(t, "php", "php-cli")
 	if out, err := exec.Command("php", "-m").Output(); err != nil || !strings.Contains(strings.ToLower(string(out)), "pdo_mysql") {
-		t.Skip("PHP has no pdo_mysql (Debian package php-mysql); scripts/install-deps.sh clients installs it, and make test runs that")
+		t.Skip("PHP has no pdo_mysql (Debian package php-mysql); scripts/install-deps.sh clients installs it (make test-all does)")
 	}
 	return lookPath(t, "phpunit", "Debian package phpunit")
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/testdbd/testdbd/internal/testenv"
 )
 
 // Debian's python3 (a pyenv or virtualenv python3 may come first on PATH):
@@ -32,14 +34,15 @@ var venv struct {
 // tree. Built once for all tests.
 func pythonPackage(t *testing.T) (python, src string) {
 	t.Helper()
+	testenv.NeedFull(t, "the Python package's suites")
 	if _, err := os.Stat(debianPython); err != nil {
-		t.Skipf("%s is not installed", debianPython)
+		t.Skipf("%s is not installed: scripts/install-deps.sh clients installs it (make test-all does)", debianPython)
 	}
 	modules := map[string]string{"venv": "python3-venv", "ensurepip": "python3-venv", "setuptools": "python3-setuptools",
 		"wheel": "python3-wheel", "pymysql": "python3-pymysql", "pytest": "python3-pytest", "xdist": "python3-pytest-xdist"}
 	for module, pkg := range modules {
 		if exec.Command(debianPython, "-c", "import "+module).Run() != nil {
-			t.Skipf("%s cannot import %s (Debian package %s); scripts/install-deps.sh clients installs it, and make test runs that",
+			t.Skipf("%s cannot import %s (Debian package %s); scripts/install-deps.sh clients installs it (make test-all does)",
 				debianPython, module, pkg)
 		}
 	}
@@ -185,7 +188,7 @@ func TestDjango(t *testing.T) {
 	python, _ := pythonPackage(t)
 	for module, pkg := range map[string]string{"django": "python3-django", "dj_database_url": "python3-dj-database-url", "pytest_django": "python3-pytest-django"} {
 		if exec.Command(python, "-c", "import "+module).Run() != nil {
-			t.Skipf("%s is missing (Debian package %s); scripts/install-deps.sh clients installs it, and make test runs that", module, pkg)
+			t.Skipf("%s is missing (Debian package %s); scripts/install-deps.sh clients installs it (make test-all does)", module, pkg)
 		}
 	}
 	d := startDaemon(t)

@@ -21,6 +21,7 @@ import (
 // every lease was given back afterwards. `make test` installs what they need
 // (scripts/install-deps.sh examples).
 func TestExamples(t *testing.T) {
+	testenv.NeedFull(t, "the examples")
 	d := startDaemon(t, testenv.StateDir(t))
 	env := []string{"TESTDBD_ADDR=" + d.httpAddr, pathWithBinary(), "PYTHONDONTWRITEBYTECODE=1"}
 	examples := []struct {
@@ -42,8 +43,8 @@ func TestExamples(t *testing.T) {
 					args = append([]string{pythonWithPyMySQL(t)}, args[1:]...)
 				}
 				for _, tool := range []string{args[0], "curl", "mariadb"} {
-					if _, err := exec.LookPath(tool); err != nil && !strings.Contains(tool, "/") {
-						t.Fatalf("%s is not installed: run scripts/install-deps.sh server examples (make test does)", tool)
+					if !strings.Contains(tool, "/") {
+						testenv.NeedCommand(t, tool, "scripts/install-deps.sh server examples")
 					}
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -100,10 +101,11 @@ func pythonWith(modules ...string) (string, bool) {
 
 // TestPytestExample runs examples/python/pytest, the pytest guide's
 // conftest.py, with three xdist workers, when pytest and pytest-xdist are
-// installed. make test does not install them (Debian: python3-pytest
-// python3-pytest-xdist), so CI skips this test; examples/python/xdist.py,
+// installed (scripts/install-deps.sh clients, which make test-all runs);
+// examples/python/xdist.py,
 // which TestExamples runs, does the same without pytest.
 func TestPytestExample(t *testing.T) {
+	testenv.NeedFull(t, "the pytest example")
 	py, ok := pythonWith("pytest", "xdist", "pymysql")
 	if !ok {
 		t.Skip("pytest, pytest-xdist or PyMySQL is missing (apt-get install python3-pytest python3-pytest-xdist python3-pymysql)")
@@ -119,17 +121,15 @@ func TestPytestExample(t *testing.T) {
 }
 
 // TestDjangoExample runs examples/django/run.sh, the Django guide end to
-// end, when Django, pytest-django and pytest-xdist are installed. make test
-// does not install them (Debian: python3-django python3-dj-database-url
-// python3-pytest-django python3-pytest-xdist), so CI skips this test.
+// end, when Django, pytest-django and pytest-xdist are installed
+// (scripts/install-deps.sh clients, which make test-all runs).
 func TestDjangoExample(t *testing.T) {
+	testenv.NeedFull(t, "the Django example")
 	py, ok := pythonWith("django", "dj_database_url", "pymysql", "pytest_django", "xdist")
 	if !ok {
 		t.Skip("Django, dj-database-url, PyMySQL, pytest-django or pytest-xdist is missing (apt-get install python3-django python3-dj-database-url python3-pymysql python3-pytest-django python3-pytest-xdist)")
 	}
-	if _, err := exec.LookPath("mariadb-dump"); err != nil {
-		t.Fatal("mariadb-dump is not installed: run scripts/install-deps.sh examples (make test does)")
-	}
+	testenv.NeedCommand(t, "mariadb-dump", "scripts/install-deps.sh examples")
 	d := startDaemon(t, testenv.StateDir(t))
 	cmd := exec.Command("examples/django/run.sh")
 	cmd.Dir = repoRoot
@@ -148,9 +148,8 @@ func TestDjangoExample(t *testing.T) {
 // mariadb-dump, convert the dump with examples/shell/dump-to-goose.sh, and
 // build a template from it. The new template must equal the original.
 func TestDumpToGoose(t *testing.T) {
-	if _, err := exec.LookPath("mariadb-dump"); err != nil {
-		t.Fatal("mariadb-dump is not installed: run scripts/install-deps.sh examples (make test does)")
-	}
+	testenv.NeedFull(t, "the dump-to-goose example")
+	testenv.NeedCommand(t, "mariadb-dump", "scripts/install-deps.sh examples")
 	d := startDaemon(t, testenv.StateDir(t))
 	c, err := client.New(d.httpAddr)
 	if err != nil {

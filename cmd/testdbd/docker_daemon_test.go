@@ -17,19 +17,11 @@ import (
 	"github.com/testdbd/testdbd/internal/testenv"
 )
 
-// needDocker skips the test when no Docker engine is reachable, and fails it
-// when the image under test is missing.
+// needDocker skips the test in the quick tier, when no Docker engine is
+// reachable and when the image under test is missing, naming what builds it.
 func needDocker(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("no docker command: no Docker engine to test against")
-	}
-	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		t.Skipf("no Docker engine reachable: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	if out, err := exec.Command("docker", "image", "inspect", docker.DefaultImage).CombinedOutput(); err != nil {
-		t.Fatalf("image %s is missing (make image builds it): %s", docker.DefaultImage, strings.TrimSpace(string(out)))
-	}
+	testenv.NeedImage(t, docker.DefaultImage)
 }
 
 // containersOf lists the ids of the containers of a state directory, and

@@ -17,7 +17,7 @@ import (
 // does not serve is refused naming those it does, and SIGTERM leaves no
 // container.
 func TestTwoEnginesOneDaemon(t *testing.T) {
-	needDocker(t)
+	testenv.NeedImage(t, mysqlImage)
 	state := testenv.StateDir(t)
 	removeContainersAtEnd(t, state+"/engines/1")
 	d := startDaemon(t, state, "--provider", "native", "--engine-image", mysqlImage)

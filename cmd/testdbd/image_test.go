@@ -15,12 +15,14 @@ import (
 
 	"github.com/testdbd/testdbd/client"
 	"github.com/testdbd/testdbd/internal/random"
+	"github.com/testdbd/testdbd/internal/testenv"
 )
 
 // buildDaemonImage builds (or finds up to date) the all-in-one image, or
 // skips the test without a Docker engine.
 func buildDaemonImage(t *testing.T) {
 	t.Helper()
+	testenv.NeedFull(t, "the all-in-one image")
 	if err := exec.Command("docker", "info").Run(); err != nil {
 		t.Skipf("no Docker engine reachable (docker info: %v): the all-in-one image cannot run here", err)
 	}
@@ -58,12 +60,12 @@ func waitHealthy(t *testing.T, base string, logs func() string) {
 	}
 }
 
-// readmeDockerRun returns the README's `docker run` of the all-in-one
+// readmeDockerRun returns docs/docker.md's `docker run` of the all-in-one
 // image, its ports moved to free ones: the REST port, and a server range
 // published with the same numbers (TESTDBD_SERVER_PORTS).
 func readmeDockerRun(t *testing.T, name string, httpPort, grpcPort, first, last int) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "docker.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +75,11 @@ func readmeDockerRun(t *testing.T, name string, httpPort, grpcPort, first, last 
 	}
 	block, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 || !strings.HasPrefix(block, "docker run") {
-		t.Fatal(`README.md's "Docker, Compose and CI" has no docker run block`)
+		t.Fatal(`docs/docker.md's "Docker, Compose and CI" has no docker run block`)
 	}
 	for _, want := range []string{"--tmpfs /testdbd/data", "-p 127.0.0.1:8080:8080", "-p 127.0.0.1:33060-33099:33060-33099", "--name testdbd "} {
 		if !strings.Contains(block, want) {
-			t.Fatalf("the README's docker run lacks %q:\n%s", want, block)
+			t.Fatalf("docs/docker.md's docker run lacks %q:\n%s", want, block)
 		}
 	}
 	ports := fmt.Sprintf("%d-%d", first, last)
@@ -89,7 +91,7 @@ func readmeDockerRun(t *testing.T, name string, httpPort, grpcPort, first, last 
 	).Replace(block)
 }
 
-// TestImage runs the all-in-one image as the README says, with the
+// TestImage runs the all-in-one image as docs/docker.md says, with the
 // Quickstart's calls from the host; then the CI recipe and compose.yaml.
 func TestImage(t *testing.T) {
 	buildDaemonImage(t)

@@ -23,6 +23,7 @@ import (
 // needCluster skips the test when no test cluster answers (make k8s-up).
 func needCluster(t *testing.T) k8s.Interface {
 	t.Helper()
+	testenv.NeedFull(t, "the Kubernetes cell")
 	cs, reason := testenv.KubernetesClient()
 	if cs == nil {
 		t.Skip(reason)

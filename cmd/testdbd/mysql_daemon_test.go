@@ -56,14 +56,9 @@ func readmeCurlFlow(t *testing.T) []string {
 // caching_sha2_password exchange over plain TCP.
 func TestMySQLDaemonREADMEFlow(t *testing.T) {
 	needDocker(t)
-	if out, err := exec.Command("docker", "image", "inspect", mysqlImage).CombinedOutput(); err != nil {
-		t.Fatalf("image %s is missing (make image-mysql-9.7 builds it; make test does): %s", mysqlImage, strings.TrimSpace(string(out)))
-	}
-	for _, tool := range []string{"curl", "php"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed: run scripts/install-deps.sh server examples (make test does)", tool)
-		}
-	}
+	testenv.NeedImage(t, mysqlImage)
+	testenv.NeedCommand(t, "curl", "apt-get install curl")
+	testenv.NeedCommand(t, "php", "scripts/install-deps.sh examples")
 	py := pythonWithPyMySQL(t)
 	state := testenv.StateDir(t)
 	removeContainersAtEnd(t, state)

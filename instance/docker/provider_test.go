@@ -128,14 +128,17 @@ func eachImage(t *testing.T, test func(t *testing.T, image string)) {
 			if c.Kind != "docker" {
 				c.New(t) // an unknown cell: fails, naming the cells that exist
 			}
+			testenv.NeedImage(t, c.Image) // skips, naming the make target that builds it
 			test(t, c.Image)
 		})
 	}
 }
 
-// needEngine skips the test when no Docker engine is reachable.
+// needEngine skips the test in the quick tier and when no Docker engine is
+// reachable.
 func needEngine(t *testing.T) {
 	t.Helper()
+	testenv.NeedFull(t, "the Docker provider")
 	if engine == nil {
 		t.Skip(noEngine)
 	}

@@ -30,6 +30,7 @@ import (
 // no cluster answers (make k8s-up starts the local one).
 func client(t *testing.T) k8s.Interface {
 	t.Helper()
+	testenv.NeedFull(t, "the Kubernetes cell")
 	cs, reason := testenv.KubernetesClient()
 	if cs == nil {
 		t.Skip(reason)

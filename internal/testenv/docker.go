@@ -1,9 +1,10 @@
 package testenv
 
 // The Docker provider for tests, so that they can run table-driven over the
-// engine matrix. Every helper skips the test, saying why, when no Docker
-// engine is reachable, fails it when the image is missing, and registers
-// cleanup that removes every container even when the test fails.
+// engine matrix. Every helper skips the test, saying why, in the quick tier
+// (go test -short), when no Docker engine is reachable and when the image is
+// missing, and registers cleanup that removes every container even when the
+// test fails.
 
 import (
 	"context"
@@ -52,13 +53,11 @@ func DockerAvailable() (ok bool, reason string) {
 
 // Docker starts a Docker provider of image with its own state directory,
 // and closes it at the end of the test, failing the test if any of its
-// containers remain. It skips the test when no Docker engine is reachable
-// and fails it when the image is missing.
+// containers remain. It skips the test in the quick tier, when no Docker
+// engine is reachable and when the image is missing (NeedImage).
 func Docker(tb testing.TB, image string) *docker.Provider {
 	tb.Helper()
-	if ok, reason := DockerAvailable(); !ok {
-		tb.Skip(reason)
-	}
+	NeedImage(tb, image)
 	dir, err := tempDir(kindDocker)
 	if err != nil {
 		tb.Fatal(err)
@@ -69,13 +68,7 @@ func Docker(tb testing.TB, image string) *docker.Provider {
 	p, err := docker.New(ctx, docker.Config{StateDir: dir, Image: image, TmpfsBytes: 512 << 20,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		hint := ""
-		for _, d := range DockerImages {
-			if d.Image == image {
-				hint = " (build it with `" + d.Make + "`; `make test` builds every image with `make images`)"
-			}
-		}
-		tb.Fatalf("docker provider: %v%s", err, hint)
+		tb.Fatalf("docker provider: %v", err)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -5,7 +5,7 @@ package testenv
 // admin kubeconfig is .tools/k8s/admin.kubeconfig in the repository), or
 // the one TESTDBD_TEST_KUBECONFIG names; never $KUBECONFIG, which may
 // name a cluster that is not for tests. Every helper skips the test,
-// saying why, when no cluster answers, and registers cleanup that deletes
+// saying why, in the quick tier (go test -short) and when no cluster answers, and registers cleanup that deletes
 // every pod of the test's provider even when the test fails.
 
 import (
@@ -105,6 +105,7 @@ func Kubernetes(tb testing.TB) *kubernetes.Provider {
 // KubernetesWith is Kubernetes with cfg.
 func KubernetesWith(tb testing.TB, cfg kubernetes.Config) *kubernetes.Provider {
 	tb.Helper()
+	NeedFull(tb, "the Kubernetes cell")
 	cs, reason := KubernetesClient()
 	if cs == nil {
 		tb.Skip(reason)

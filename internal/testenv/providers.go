@@ -30,9 +30,10 @@ type Provider struct {
 	Kind string
 	// Image is the Docker cell's image.
 	Image string
-	// New starts the provider for a test and closes it at the end; a docker
-	// cell skips the test, saying why, when no Docker engine is reachable,
-	// and fails it when its image is missing.
+	// New starts the provider for a test and closes it at the end; a cell
+	// skips the test, saying why and what provides it, when its server
+	// binary, Docker engine, image or cluster is missing, and the Docker and
+	// Kubernetes cells skip in the quick tier (go test -short).
 	New func(tb testing.TB) testdbd.Provider
 	// Kill makes a running server die the way kill -9 would.
 	Kill func(tb testing.TB, s *instance.Member)
