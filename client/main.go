@@ -148,7 +148,7 @@ func (f *daemonFinder) find() {
 				why = "MainOptions.Start is StartAlways, but"
 			}
 			f.err = fmt.Errorf("%s no testdbd is in PATH to start one: start one (testdbd serve), set TESTDBD_ADDR, "+
-				"or install testdbd (go install github.com/testdbd/testdbd/cmd/testdbd@latest)", why)
+				"or install testdbd (go install ./cmd/testdbd in a checkout of github.com/testdbd/testdbd)", why)
 			return
 		}
 	}

@@ -37,8 +37,7 @@ func TestFreshModule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("go.mod", "module example.com/app\n\ngo 1.22\n\nrequire github.com/testdbd/testdbd/client v0.0.0\n\n"+
-		"replace github.com/testdbd/testdbd/client => "+here+"\n")
+	write("go.mod", "module example.com/app\n\ngo 1.22\n")
 	sum, err := os.ReadFile("go.sum")
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +62,11 @@ func TestFreshModule(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	// docs/go.md's install line, with this checkout's client/ for ../testdbd/client.
+	edit := docsModEdit(t)
+	if out, err := goTool(nil, strings.Fields(strings.Replace(edit, "../testdbd/client", here, 1))[1:]...); err != nil {
+		t.Fatalf("%s: %v\n%s", edit, err, out)
+	}
 	if out, err := goTool(nil, "mod", "tidy"); err != nil {
 		t.Fatalf("go mod tidy: %v\n%s", err, out)
 	}
@@ -78,6 +82,13 @@ func TestFreshModule(t *testing.T) {
 	t.Run("a running daemon", func(t *testing.T) {
 		out, err := goTool([]string{"TESTDBD_ADDR=" + daemonAddr}, "test", "-race", "-count=1", "-v", ".")
 		if err != nil || !strings.Contains(out, "--- PASS: TestUsers/carol") || !strings.Contains(out, "--- PASS: TestPosts") || strings.Contains(out, "SKIP") {
+			t.Fatalf("go test: %v\n%s", err, out)
+		}
+	})
+	t.Run("the README's test", func(t *testing.T) {
+		write("app_test.go", readmeTestFile(t))
+		out, err := goTool([]string{"TESTDBD_ADDR=" + daemonAddr}, "test", "-race", "-count=1", "-v", ".")
+		if err != nil || !strings.Contains(out, "--- PASS: TestSignup") {
 			t.Fatalf("go test: %v\n%s", err, out)
 		}
 	})
@@ -118,6 +129,45 @@ func TestFreshModule(t *testing.T) {
 			t.Errorf("TESTDBD_REQUIRE=1 without a daemon: %v\n%s", err, out)
 		}
 	})
+}
+
+// readmeTestFile returns the Go test file of the README's "In a Go test",
+// which must stay about ten lines of setup.
+func readmeTestFile(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "## In a Go test")
+	if ok {
+		_, rest, ok = strings.Cut(rest, "```go\n")
+	}
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !strings.HasPrefix(block, "package ") {
+		t.Fatal(`README.md has no "In a Go test" section with a Go test file`)
+	}
+	if n := setupLines(block); n > 10 {
+		t.Errorf("the README's test file has %d lines of setup, want at most 10", n)
+	}
+	return block
+}
+
+// docsModEdit returns docs/go.md's `go mod edit` line, which points a
+// project at a checkout of the repository.
+func docsModEdit(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/go.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "go mod edit -require github.com/testdbd/testdbd/client@v0.0.0 -replace ") {
+			return line
+		}
+	}
+	t.Fatal("docs/go.md has no `go mod edit -require github.com/testdbd/testdbd/client@v0.0.0 -replace …` line")
+	return ""
 }
 
 // docsTestFile returns the test file of docs/go.md's "A package's tests".
