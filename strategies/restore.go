@@ -12,150 +12,33 @@ import (
 )
 
 // BigTableRows is the template row count from which a table is restored
-// by TRUNCATE whatever the strategy (see restoreAndRewind), unless the test
+// by TRUNCATE whatever the strategy (see restoreInput.truncates), unless the test
 // only added rows to it (see appendedRows).
 const BigTableRows = schema.BigTableRows
 
 // restoreAndRewind restores tables (truncate: TRUNCATE + copy; snapshot:
 // DELETE + copy) and sets AUTO_INCREMENT where it is not the template's,
 // with the restored tables' triggers dropped around the copy so that they
-// do not fire, all in one batch that ends with the new baseline.
+// do not fire (see planRestore), and ends with the new baseline.
 func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*schema.Table, obs *observation, how testdbd.Strategy) (*Baseline, error) {
 	phase := time.Now()
-	s, db := rs.t.Schema, schema.Quote(rs.t.Database)
-	var b strings.Builder
-	ddl := 0
-	b.WriteString(schema.CopySession + ";\n")
-	// Tables whose statistics go back to the template's: those a test
-	// analyzed or truncated, and those this restore truncates (TRUNCATE
-	// empties them). TRUNCATE also gives a FULLTEXT index back its template
-	// state (a DELETE leaves the deleted rows' words in it, which changes
-	// relevance).
-	//
-	// Big tables are restored by TRUNCATE too: a DELETE leaves their old
-	// rows delete-marked in every index until InnoDB purges them, and the
-	// optimizer's row estimates count those, so the same query would be
-	// planned unlike on the template for a while after the reset.
-	truncate := func(tbl *schema.Table) bool {
-		return !rs.appended[tbl.Name] && (how == testdbd.StrategyTruncate || tbl.Fulltext || tbl.Rows >= BigTableRows)
+	p := planRestore(restoreInput{schema: rs.t.Schema, database: rs.t.Database, owner: rs.t.Owner, flavor: rs.t.Flavor,
+		how: how, keepAutoIncrement: rs.t.KeepAutoIncrement, restore: restore, rewind: rewind, appended: rs.appended,
+		states: obs.tables, statsTouched: obs.statsTouched})
+	p.report(rs.r)
+	restoreSQL, statsSQL, err := p.batches()
+	if err != nil {
+		return nil, err
 	}
-	restats := map[string]bool{}
-	for name := range obs.statsTouched {
-		restats[name] = true
+	err = rs.t.DDL.Exec(ctx, rs.conn, restoreSQL.ddl, restoreSQL.sql)
+	if err == nil && statsSQL.sql != "" {
+		err = rs.execRetrying(ctx, statsSQL.ddl, statsSQL.sql)
 	}
-	for _, tbl := range restore {
-		if truncate(tbl) {
-			restats[tbl.Name] = true
-		}
-	}
-	// On MariaDB, ALTER TABLE … AUTO_INCREMENT makes InnoDB recompute the
-	// table's statistics from its pages, which in a copy of a table may be
-	// laid out unlike the template's: settleStats checks them afterwards.
-	// An empty table's come out as the template's as a rule, but stamped
-	// with the time of the recomputation: settleStats marks them as copied
-	// again, or the next reset would find them moved and copy them back.
-	// MySQL changes the counter alone and keeps the statistics
-	// (TestStatisticsStayCopied shows both).
-	rewinds := func(tbl *schema.Table) bool {
-		if rs.t.KeepAutoIncrement {
-			return false
-		}
-		if truncate(tbl) {
-			return tbl.AutoIncrement != 0 && tbl.AutoIncrement != tbl.NaturalAutoIncrement
-		}
-		return tbl.AutoIncrement != 0 && autoIncDiffers(obs.tables[tbl.Name], tbl)
-	}
-	var recomputed []*schema.Table
-	for _, tbl := range append(append([]*schema.Table(nil), restore...), rewind...) {
-		if rs.t.Flavor != testdbd.MySQL && !restats[tbl.Name] && (rewinds(tbl) || slices.Contains(rewind, tbl)) {
-			recomputed = append(recomputed, tbl)
-		}
-	}
-	// Triggers are dropped around the copy, so that they do not fire, and
-	// around the renames that load statistics, which would rewrite them.
-	var triggered []*schema.Table
-	for _, tbl := range s.Tables {
-		if tbl.HasTriggers && (restats[tbl.Name] || slices.Contains(restore, tbl)) {
-			triggered = append(triggered, tbl)
-		}
-	}
-	triggers := s.TriggersOf(triggered)
-	for _, tr := range triggers {
-		fmt.Fprintf(&b, "DROP TRIGGER %s.%s;\n", db, schema.Quote(tr.Name))
-		ddl++
-	}
-	for _, tbl := range restore {
-		name := db + "." + schema.Quote(tbl.Name)
-		ai := rewinds(tbl)
-		delta := rs.appended[tbl.Name]
-		switch {
-		case delta:
-			col, from, _ := tbl.AppendedKey()
-			fmt.Fprintf(&b, "DELETE FROM %s WHERE %s >= %d;\n", name, schema.Quote(col), from)
-			rs.r.TablesDelta = append(rs.r.TablesDelta, tbl.Name)
-		case truncate(tbl):
-			fmt.Fprintf(&b, "TRUNCATE TABLE %s;\n", name)
-			ddl++
-		default:
-			fmt.Fprintf(&b, "DELETE FROM %s;\n", name)
-		}
-		if tbl.Rows > 0 && !delta {
-			b.WriteString(s.CopyRowsSQL(tbl, rs.t.Database))
-			b.WriteString(";\n")
-		}
-		if ai {
-			fmt.Fprintf(&b, "ALTER TABLE %s AUTO_INCREMENT = %d;\n", name, tbl.AutoIncrement)
-			ddl++
-		}
-		rs.r.TablesReset = append(rs.r.TablesReset, tbl.Name)
-	}
-	for _, tbl := range rewind {
-		fmt.Fprintf(&b, "ALTER TABLE %s.%s AUTO_INCREMENT = %d;\n", db, schema.Quote(tbl.Name), tbl.AutoIncrement)
-		ddl++
-		rs.r.TablesReset = append(rs.r.TablesReset, tbl.Name)
-	}
-	var statsTables []*schema.Table
-	for _, tbl := range s.Tables {
-		if restats[tbl.Name] {
-			statsTables = append(statsTables, tbl)
-		}
-	}
-	// The triggers come back after the statistics' renames (which would
-	// rewrite them). The statistics live in tables every database on the
-	// server shares, where concurrent resets can deadlock: that part runs
-	// in a batch of its own, retried, in READ COMMITTED (no gap locks).
-	var tail strings.Builder
-	tailDDL := 0
-	next := &b
-	if len(statsTables) > 0 {
-		b.WriteString(schema.ResetSession)
-		next = &tail
-		stats, statsDDL := s.StatsSQL(rs.t.Database, statsTables)
-		tail.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;\n")
-		tail.WriteString(stats)
-		tail.WriteString("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\n")
-		tailDDL += statsDDL
-	}
-	if len(triggers) > 0 {
-		fmt.Fprintf(next, "USE %s;\n", db)
-		if err := schema.WriteObjects(next, triggers, rs.t.Owner); err != nil {
-			return nil, err
-		}
-		if next == &b {
-			ddl += len(triggers)
-		} else {
-			tailDDL += len(triggers)
-		}
-	}
-	next.WriteString(schema.ResetSession)
-	err := rs.t.DDL.Exec(ctx, rs.conn, ddl, b.String())
-	if err == nil && tail.Len() > 0 {
-		err = rs.execRetrying(ctx, tailDDL, tail.String())
-	}
-	if err == nil && len(recomputed) > 0 {
+	restated := p.stats
+	if err == nil && len(p.settle) > 0 {
 		var renamed []*schema.Table
-		renamed, err = rs.settleStats(ctx, recomputed)
-		statsTables = append(statsTables, renamed...)
+		renamed, err = rs.settleStats(ctx, p.settle)
+		restated = slices.Concat(restated, renamed)
 	}
 	rs.r.Phases.Restore = time.Since(phase)
 	if err != nil {
@@ -163,11 +46,11 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	}
 	// Renaming a table for its statistics resets its counters: treat it as
 	// restored.
-	base := rs.baselineAfter(append(append(restore, rewind...), statsTables...))
+	base := rs.baselineAfter(slices.Concat(restore, rewind, restated))
 	if rs.t.Dir == "" {
 		return base, nil
 	}
-	return base, rs.recount(ctx, base, append(append([]*schema.Table(nil), restore...), rewind...))
+	return base, rs.recount(ctx, base, slices.Concat(restore, rewind))
 }
 
 // recount reads again, after a restore, the counters of the big tables it
