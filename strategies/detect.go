@@ -39,55 +39,15 @@ func (o *observation) baseline() *Baseline {
 // observe reads the worker's table states and the server's DDL counters,
 // with no schema-changing batch of the daemon in flight on the server. The
 // read is shared with the other resets on the server that wait for one at
-// the same moment (see scan).
+// the same moment (see scan). Meanwhile the lease's connection reads the
+// binary log and checksums the tables the last reset restored (see
+// readOnConn).
 func (rs *resetter) observe(ctx context.Context) (*observation, error) {
 	t := rs.t
 	fromLog := t.Dir == "" && t.Binlog != nil
-	// The binary log is read on the lease's connection while the table
-	// states are read on the status pool: neither waits for the other.
-	type logRead struct {
-		stmt string
-		end  binlog.Pos
-		err  error
-	}
-	// Meanwhile the lease's connection also checksums the tables the last
-	// reset restored, which the reset compares with the template whatever
-	// detection reads (see candidates); but only while no session of the
-	// lease can start (its account locked: by run with Target.Dir, or,
-	// without Target.User, before the reset): a commit between this
-	// checksum and the reading of the counters would otherwise pass the
-	// one and be taken into the next baseline by the other. (Read after
-	// the counters, as without the lock, such a commit shows in one or the
-	// other.) Tables restored at every reset need no checksum.
-	var unknown []*schema.Table
-	if rs.conn != nil && t.Baseline != nil && (t.Dir != "" || t.User == "") {
-		for _, tbl := range without(t.Schema.Tables, rs.alwaysRestored()) {
-			if t.Baseline.Tables[tbl.Name].Unknown {
-				unknown = append(unknown, tbl)
-			}
-		}
-	}
-	var connDone chan logRead
-	if fromLog || len(unknown) > 0 {
-		var since binlog.Pos
-		if t.Baseline != nil {
-			since = t.Baseline.Binlog
-		}
-		var q binlog.Querier = t.StatusDB
-		if rs.conn != nil {
-			q = rs.conn
-		}
-		connDone = make(chan logRead, 1)
-		go func() {
-			var r logRead
-			if fromLog {
-				r.stmt, r.end, r.err = t.Binlog.SchemaChangedSince(ctx, q, t.Database, since)
-			}
-			if r.err == nil && len(unknown) > 0 {
-				rs.presums, r.err = rs.checksums(ctx, unknown)
-			}
-			connDone <- r
-		}()
+	var connDone chan connRead
+	if unknown := rs.unknownTables(); fromLog || len(unknown) > 0 {
+		connDone = rs.readOnConn(ctx, fromLog, unknown)
 	}
 	obs, err := t.DDL.observeShared(ctx, t.StatusDB, t.Flavor, t.Database, t.Dir != "", !fromLog)
 	if connDone != nil {
@@ -106,6 +66,68 @@ func (rs *resetter) observe(ctx context.Context) (*observation, error) {
 		obs.dir, obs.dirErr = statDir(t.Dir)
 	}
 	return obs, nil
+}
+
+// connRead is what readOnConn read: the last schema-changing statement the
+// binary log holds in the database since the baseline, and where the log
+// ended.
+type connRead struct {
+	stmt string
+	end  binlog.Pos
+	err  error
+}
+
+// unknownTables returns the tables the last reset restored, which the reset
+// compares with the template whatever detection reads (see candidates), for
+// the lease's connection to checksum while the counters are read (see
+// readOnConn); but only while no session of the lease can start (its
+// account locked: by run with Target.Dir, or, without Target.User, before
+// the reset): a commit between this checksum and the reading of the
+// counters would otherwise pass the one and be taken into the next baseline
+// by the other. (Read after the counters, as without the lock, such a
+// commit shows in one or the other.) Tables restored at every reset need no
+// checksum.
+func (rs *resetter) unknownTables() []*schema.Table {
+	t := rs.t
+	if rs.conn == nil || t.Baseline == nil || (t.Dir == "" && t.User != "") {
+		return nil
+	}
+	var unknown []*schema.Table
+	for _, tbl := range without(t.Schema.Tables, rs.alwaysRestored()) {
+		if t.Baseline.Tables[tbl.Name].Unknown {
+			unknown = append(unknown, tbl)
+		}
+	}
+	return unknown
+}
+
+// readOnConn starts reading, on the lease's connection (the status pool
+// without one), the schema changes the binary log holds in the database
+// since the baseline (fromLog), then the checksums of unknown (into
+// rs.presums), while the table states are read on the status pool: neither
+// waits for the other. The channel delivers what it read.
+func (rs *resetter) readOnConn(ctx context.Context, fromLog bool, unknown []*schema.Table) chan connRead {
+	t := rs.t
+	var since binlog.Pos
+	if t.Baseline != nil {
+		since = t.Baseline.Binlog
+	}
+	var q binlog.Querier = t.StatusDB
+	if rs.conn != nil {
+		q = rs.conn
+	}
+	done := make(chan connRead, 1)
+	go func() {
+		var r connRead
+		if fromLog {
+			r.stmt, r.end, r.err = t.Binlog.SchemaChangedSince(ctx, q, t.Database, since)
+		}
+		if r.err == nil && len(unknown) > 0 {
+			rs.presums, r.err = rs.checksums(ctx, unknown)
+		}
+		done <- r
+	}()
+	return done
 }
 
 // readDDLStatus returns the sum of the server's schema-changing statement
@@ -130,28 +152,47 @@ func readDDLStatus(ctx context.Context, db queryer) (int64, error) {
 
 // needsFullCheck says why the fast path cannot be trusted, or "".
 func (rs *resetter) needsFullCheck(obs *observation) string {
+	switch {
+	case rs.t.Untrusted != "":
+		return "detector preconditions not met: " + rs.t.Untrusted
+	case rs.t.Baseline == nil:
+		return "no baseline for this database"
+	}
+	if why := rs.schemaChanged(obs); why != "" {
+		return why
+	}
+	return rs.tablesReplaced(obs)
+}
+
+// schemaChanged says why the database's schema may have changed since the
+// baseline, or "": seen in its directory and routines (Target.Dir), in the
+// binary log, or else in the server's statement counters.
+func (rs *resetter) schemaChanged(obs *observation) string {
 	t := rs.t
 	switch {
-	case t.Untrusted != "":
-		return "detector preconditions not met: " + t.Untrusted
-	case t.Baseline == nil:
-		return "no baseline for this database"
 	case t.Dir != "":
-		if why := rs.schemaChangedHere(obs); why != "" {
-			return why
-		}
+		return rs.schemaChangedHere(obs)
 	case obs.fromLog:
 		if obs.schemaStmt != "" && !brokenSchemaWatch {
 			return "a schema-changing statement ran in this database since the last reset: " + obs.schemaStmt
 		}
+		return ""
 	case obs.own.unknown != t.Baseline.own.unknown || obs.own.unknown%2 == 1 || t.Baseline.own.unknown%2 == 1:
 		return "a template was built on this server since the last reset"
 	case obs.own.failed != t.Baseline.own.failed:
 		return "a batch of schema changes by testdbd failed on this server since the last reset"
 	}
-	if foreign := (obs.serverDDL - t.Baseline.ServerDDL) - (obs.own.own - t.Baseline.own.own); t.Dir == "" && !obs.fromLog && foreign > 0 {
+	if foreign := (obs.serverDDL - t.Baseline.ServerDDL) - (obs.own.own - t.Baseline.own.own); foreign > 0 {
 		return fmt.Sprintf("%d schema-changing statements ran on the server since the last reset that testdbd did not run", foreign)
 	}
+	return ""
+}
+
+// tablesReplaced says why the tables detection read are not those of the
+// baseline, or "": a table gone (or evicted from InnoDB's cache), rebuilt,
+// or created.
+func (rs *resetter) tablesReplaced(obs *observation) string {
+	t := rs.t
 	for _, tbl := range t.Schema.Tables {
 		cur, ok := obs.tables[tbl.Name]
 		if !ok {

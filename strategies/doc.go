@@ -18,14 +18,15 @@
 //
 // A reset is one algorithm whose steps share what detection read, so it
 // is one package, in files by phase: reset.go (Target, Baseline, Reset
-// and the run of one reset), sessions.go (the XA transactions a test
-// leaves prepared), detect.go (the observation and what it says changed),
-// verify.go (what the checksums say, and the rollback strategy's check),
-// plan.go (what a restore does to each table and the SQL it sends,
-// decided from plain data), restore.go (running the restore, the full
-// check and the re-creation of tables or of the database), stats.go
-// (optimizer statistics after a restore), scan.go (the detection query
-// the resets on a server share) and ddl.go (the server's DDL accounting).
+// and the run of one reset), sessions.go (ending the lease's sessions,
+// and the XA transactions a test leaves prepared), detect.go (the
+// observation and what it says changed), verify.go (what the checksums
+// say, and the rollback strategy's check), plan.go (what a restore does
+// to each table and the SQL it sends, decided from plain data),
+// restore.go (running the restore, the full check and the re-creation of
+// tables or of the database), stats.go (optimizer statistics after a
+// restore), scan.go (the detection query the resets on a server share)
+// and ddl.go (the server's DDL accounting).
 //
 // It imports accounts (ending a lease's sessions), binlog (the server's
 // binary log), schema (the template's captured definition), instance-free

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/testdbd/testdbd"
-	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/schema"
 	"golang.org/x/sys/unix"
@@ -179,38 +178,19 @@ type resetter struct {
 	presums map[string]int64
 }
 
+// run ends the lease's sessions, finds what the test changed and brings it
+// back to the template, and returns the new baseline.
 func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
-	t := rs.t
 	phase := time.Now()
-	if t.User != "" {
-		// Watching the directory, the account stays locked until the new
-		// baseline is read: a session started by a client that did not wait
-		// for the reset could otherwise change the schema between the
-		// restore and that reading, unseen.
-		lock := t.Dir != ""
-		n, err := accounts.EndSessions(ctx, rs.conn, t.Flavor, t.User, lock)
-		if lock {
-			defer func() {
-				if uerr := accounts.Unlock(context.WithoutCancel(ctx), rs.conn, t.User); uerr != nil && err == nil {
-					err = uerr
-				}
-			}()
-		}
-		if err != nil {
-			return nil, err
-		}
-		rs.r.SessionsEnded = n
+	locked, err := rs.endSessions(ctx)
+	if locked {
+		defer rs.unlock(ctx, &err)
 	}
-	if t.Binlog != nil && !brokenXA {
-		// A test that left an XA transaction prepared left its changes,
-		// uncommitted, with their row locks, for anyone to commit later.
-		rolled, _, err := t.Binlog.RollBackXA(ctx, rs.conn, t.Database)
-		if err != nil {
-			return nil, fmt.Errorf("roll back the XA transactions left prepared in %s: %w", t.Database, err)
-		}
-		for _, id := range rolled {
-			rs.r.XARolledBack = append(rs.r.XARolledBack, id.String())
-		}
+	if err != nil {
+		return nil, err
+	}
+	if err := rs.rollBackXA(ctx); err != nil {
+		return nil, err
 	}
 	rs.r.Phases.Sessions = time.Since(phase)
 
@@ -230,8 +210,8 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 	forced := rs.alwaysRestored()
 	changed, unsure = without(changed, forced), without(unsure, forced)
 	drifted := rs.drifted(obs, changed, unsure, forced)
-	if t.Strategy == testdbd.StrategyRollback {
-		phase = time.Now()
+	phase = time.Now()
+	if rs.t.Strategy == testdbd.StrategyRollback {
 		quiet, err := rs.uncommitted(ctx, changed)
 		if err != nil {
 			return nil, err
@@ -239,46 +219,7 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 		drifted = append(drifted, rs.rewound(quiet)...)
 		return rs.rollback(ctx, append(without(changed, quiet), unsure...), forced, drifted, obs, phase)
 	}
-	phase = time.Now()
-	if rs.appended, err = rs.appendedRows(ctx, changed, obs); err != nil {
-		return nil, err
-	}
-	// A big table changed otherwise is compared with the template first: a
-	// checksum reads it in a few milliseconds where copying it back takes
-	// tens, and a test that rolled its writes back left it as it was
-	// (which uncommitted proves cheaper still where it can).
-	restore := append([]*schema.Table(nil), forced...)
-	var big []*schema.Table
-	for _, tbl := range changed {
-		if !rs.appended[tbl.Name] && tbl.Rows >= BigTableRows && !tbl.Fulltext {
-			big = append(big, tbl)
-		} else {
-			restore = append(restore, tbl)
-		}
-	}
-	quiet, err := rs.uncommitted(ctx, big)
-	if err != nil {
-		return nil, err
-	}
-	big, drifted = without(big, quiet), append(drifted, rs.rewound(quiet)...)
-	if len(unsure)+len(big) > 0 {
-		sums, err := rs.checksums(ctx, append(append([]*schema.Table(nil), unsure...), big...))
-		if err != nil {
-			return nil, err
-		}
-		for _, tbl := range unsure {
-			if sums[t.Database+"."+tbl.Name] != tbl.Checksum || (!t.KeepAutoIncrement && autoIncDiffers(obs.tables[tbl.Name], tbl)) {
-				restore = append(restore, tbl)
-			}
-		}
-		differ, rewind := rs.compare(sums, big, obs)
-		restore, drifted = append(restore, differ...), append(drifted, rewind...)
-	}
-	rs.r.Phases.Verify = time.Since(phase)
-	if len(restore)+len(drifted) == 0 && len(obs.statsTouched) == 0 {
-		return rs.baselineAfter(nil), nil
-	}
-	return rs.restoreAndRewind(ctx, restore, drifted, obs, rs.r.Strategy)
+	return rs.verify(ctx, changed, unsure, forced, drifted, obs, phase)
 }
 
 // baselineAfter is the baseline after restoring tables: the counters

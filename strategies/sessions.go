@@ -4,12 +4,60 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/schema"
 )
+
+// endSessions ends the lease's sessions (Target.User), if it has an
+// account, and says whether it locked the account: watching the directory
+// (Target.Dir), the account stays locked until the new baseline is read (see
+// unlock): a session started by a client that did not wait for the reset
+// could otherwise change the schema between the restore and that reading,
+// unseen.
+func (rs *resetter) endSessions(ctx context.Context) (locked bool, err error) {
+	if rs.t.User == "" {
+		return false, nil
+	}
+	lock := rs.t.Dir != ""
+	n, err := accounts.EndSessions(ctx, rs.conn, rs.t.Flavor, rs.t.User, lock)
+	if err != nil {
+		return lock, err
+	}
+	rs.r.SessionsEnded = n
+	return lock, nil
+}
+
+// unlock unlocks the lease's account that endSessions locked, at the end of
+// the reset; a failure to do so becomes the reset's error, *err, unless it
+// has one already.
+func (rs *resetter) unlock(ctx context.Context, err *error) {
+	if uerr := accounts.Unlock(context.WithoutCancel(ctx), rs.conn, rs.t.User); uerr != nil && *err == nil {
+		*err = uerr
+	}
+}
+
+// rollBackXA rolls back the XA transactions left prepared that the binary
+// log (Target.Binlog) shows wrote to the database. A test that left an XA
+// transaction prepared left its changes, uncommitted, with their row locks,
+// for anyone to commit later.
+func (rs *resetter) rollBackXA(ctx context.Context) error {
+	if rs.t.Binlog == nil || brokenXA {
+		return nil
+	}
+	rolled, _, err := rs.t.Binlog.RollBackXA(ctx, rs.conn, rs.t.Database)
+	if err != nil {
+		return fmt.Errorf("roll back the XA transactions left prepared in %s: %w", rs.t.Database, err)
+	}
+	for _, id := range rolled {
+		rs.r.XARolledBack = append(rs.r.XARolledBack, id.String())
+	}
+	return nil
+}
 
 // brokenXA, set only by tests, makes resets leave the XA transactions a
 // test left prepared alone, to show that the property test catches them.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,73 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/schema"
 )
+
+// verify finds, for a truncate or snapshot reset, which of the candidate
+// tables (see candidates) differ from the template and which have only
+// their AUTO_INCREMENT to set back, and restores them (see
+// restoreAndRewind). phase is when verification began.
+func (rs *resetter) verify(ctx context.Context, changed, unsure, forced, drifted []*schema.Table, obs *observation, phase time.Time) (*Baseline, error) {
+	var err error
+	if rs.appended, err = rs.appendedRows(ctx, changed, obs); err != nil {
+		return nil, err
+	}
+	restore, big := rs.splitBig(forced, changed)
+	quiet, err := rs.uncommitted(ctx, big)
+	if err != nil {
+		return nil, err
+	}
+	big, drifted = without(big, quiet), append(drifted, rs.rewound(quiet)...)
+	if len(unsure)+len(big) > 0 {
+		differ, rewind, err := rs.checkContent(ctx, unsure, big, obs)
+		if err != nil {
+			return nil, err
+		}
+		restore, drifted = append(restore, differ...), append(drifted, rewind...)
+	}
+	rs.r.Phases.Verify = time.Since(phase)
+	if len(restore)+len(drifted) == 0 && len(obs.statsTouched) == 0 {
+		return rs.baselineAfter(nil), nil
+	}
+	return rs.restoreAndRewind(ctx, restore, drifted, obs, rs.r.Strategy)
+}
+
+// splitBig returns the tables to restore, forced and those of changed that
+// are, and the big ones of changed (BigTableRows) to compare with the
+// template first: a checksum reads a big table in a few milliseconds where
+// copying it back takes tens, and a test that rolled its writes back left
+// it as it was (which uncommitted proves cheaper still where it can). Those
+// restored by deleting the added rows (appendedRows) and those with a
+// FULLTEXT index are restored as they are.
+func (rs *resetter) splitBig(forced, changed []*schema.Table) (restore, big []*schema.Table) {
+	restore = append([]*schema.Table(nil), forced...)
+	for _, tbl := range changed {
+		if !rs.appended[tbl.Name] && tbl.Rows >= BigTableRows && !tbl.Fulltext {
+			big = append(big, tbl)
+		} else {
+			restore = append(restore, tbl)
+		}
+	}
+	return restore, big
+}
+
+// checkContent compares the tables unsure and big with the template by
+// their checksums. It returns those to restore, the unsure ones first: an
+// unsure table whose rows or AUTO_INCREMENT (unless the lease keeps it)
+// differ, a big one whose rows differ; and the big ones whose rows are the
+// template's but whose AUTO_INCREMENT is not (see compare).
+func (rs *resetter) checkContent(ctx context.Context, unsure, big []*schema.Table, obs *observation) (differ, rewind []*schema.Table, err error) {
+	sums, err := rs.checksums(ctx, slices.Concat(unsure, big))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, tbl := range unsure {
+		if sums[rs.t.Database+"."+tbl.Name] != tbl.Checksum || (!rs.t.KeepAutoIncrement && autoIncDiffers(obs.tables[tbl.Name], tbl)) {
+			differ = append(differ, tbl)
+		}
+	}
+	bigDiffer, rewind := rs.compare(sums, big, obs)
+	return append(differ, bigDiffer...), rewind, nil
+}
 
 // appendedRows returns the big tables of changed (BigTableRows) that the
 // test only added rows to, all above the template's (schema.AppendedKey):
