@@ -29,10 +29,9 @@
 //
 // It imports instance, the root package and client-go (k8s.io/api,
 // apimachinery, client-go; Kubernetes' own server modules stay in the
-// tools/k8s module). It is larger than most packages (about 1,450 lines)
-// because it carries the few API calls it needs itself (api.go) instead of
-// client-go's typed clientset. It calls the API through REST clients over a scheme
-// of core/v1 and authorization/v1 alone (api.go), not client-go's typed
-// clientset, which registers every API group and would more than double
-// the daemon's binary.
+// tools/k8s module). It is larger than most packages because it carries
+// the few API calls it needs itself (api.go): it calls the API through
+// REST clients over a scheme of core/v1 and authorization/v1 alone, not
+// client-go's typed clientset, which registers every API group and would
+// more than double the daemon's binary.
 package kubernetes

@@ -140,29 +140,8 @@ var _ testdbd.Provider = (*Provider)(nil)
 // `mariadbd --version` (or mysqld) in a short-lived pod, and starts
 // watching its pods.
 func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
-	if cfg.StateDir == "" {
-		return nil, testdbd.Errorf(testdbd.EInvalid, "kubernetes provider: a state directory is required")
-	}
-	if cfg.Image == "" {
-		cfg.Image = DefaultImage
-	}
-	if cfg.TmpfsBytes == 0 {
-		cfg.TmpfsBytes = DefaultTmpfsBytes
-	}
-	if cfg.MemoryLimit == 0 {
-		cfg.MemoryLimit = cfg.TmpfsBytes + serverReserve
-	}
-	if cfg.MemoryRequest == 0 {
-		cfg.MemoryRequest = cfg.MemoryLimit
-	}
-	if cfg.MemoryLimit < MinMemoryLimit {
-		return nil, testdbd.Errorf(testdbd.EInvalid,
-			"kubernetes provider: a memory limit of %s per server pod is below the %s a server needs: raise --memory-budget or lower --max-instances",
-			mib(cfg.MemoryLimit), mib(MinMemoryLimit))
-	}
-	if cfg.MemoryRequest > cfg.MemoryLimit {
-		return nil, testdbd.Errorf(testdbd.EInvalid, "kubernetes provider: memory request %s exceeds the limit %s",
-			mib(cfg.MemoryRequest), mib(cfg.MemoryLimit))
+	if cfg, err = cfg.withDefaults(); err != nil {
+		return nil, err
 	}
 	p := &Provider{cfg: cfg, log: cfg.Logger, servers: map[string]*Pod{}}
 	if p.log == nil {
@@ -173,26 +152,10 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 		return nil, err
 	}
 	p.cfg.StateDir = abs
-	p.owner = cfg.Owner
-	if p.owner == "" {
-		p.owner = ownerID(abs)
-	} else if errs := validation.IsValidLabelValue(p.owner); len(errs) > 0 {
-		return nil, testdbd.Errorf(testdbd.EInvalid, "kubernetes provider: owner %q is not a valid label value: %s",
-			p.owner, strings.Join(errs, "; "))
-	}
-	rc, ns, err := loadConfig(cfg.Kubeconfig)
-	if err != nil {
+	if p.owner, err = ownerValue(cfg.Owner, abs); err != nil {
 		return nil, err
 	}
-	if cfg.Namespace != "" {
-		ns = cfg.Namespace
-	}
-	p.ns, p.host = ns, rc.Host
-	rc.QPS, rc.Burst = 50, 100 // client-go's default (5 a second) would pace a start's calls
-	if p.api, err = newAPI(rc, ns); err != nil {
-		return nil, fmt.Errorf("kubernetes provider: %w", err)
-	}
-	if err := p.check(ctx); err != nil {
+	if err := p.connect(ctx); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
@@ -223,6 +186,68 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 		"engine", p.engine.String(), "owner", p.owner, "memory_limit", mib(cfg.MemoryLimit),
 		"memory_request", mib(cfg.MemoryRequest), "tmpfs", mib(cfg.TmpfsBytes), "service", cfg.Service)
 	return p, nil
+}
+
+// withDefaults returns cfg with the defaults in place of what it leaves
+// out, or why it cannot be used.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.StateDir == "" {
+		return cfg, testdbd.Errorf(testdbd.EInvalid, "kubernetes provider: a state directory is required")
+	}
+	if cfg.Image == "" {
+		cfg.Image = DefaultImage
+	}
+	if cfg.TmpfsBytes == 0 {
+		cfg.TmpfsBytes = DefaultTmpfsBytes
+	}
+	if cfg.MemoryLimit == 0 {
+		cfg.MemoryLimit = cfg.TmpfsBytes + serverReserve
+	}
+	if cfg.MemoryRequest == 0 {
+		cfg.MemoryRequest = cfg.MemoryLimit
+	}
+	if cfg.MemoryLimit < MinMemoryLimit {
+		return cfg, testdbd.Errorf(testdbd.EInvalid,
+			"kubernetes provider: a memory limit of %s per server pod is below the %s a server needs: raise --memory-budget or lower --max-instances",
+			mib(cfg.MemoryLimit), mib(MinMemoryLimit))
+	}
+	if cfg.MemoryRequest > cfg.MemoryLimit {
+		return cfg, testdbd.Errorf(testdbd.EInvalid, "kubernetes provider: memory request %s exceeds the limit %s",
+			mib(cfg.MemoryRequest), mib(cfg.MemoryLimit))
+	}
+	return cfg, nil
+}
+
+// ownerValue is the LabelOwner value: owner when it is set (and a valid
+// label value), else a hash of the host name and the state directory.
+func ownerValue(owner, stateDir string) (string, error) {
+	if owner == "" {
+		return ownerID(stateDir), nil
+	}
+	if errs := validation.IsValidLabelValue(owner); len(errs) > 0 {
+		return "", testdbd.Errorf(testdbd.EInvalid, "kubernetes provider: owner %q is not a valid label value: %s",
+			owner, strings.Join(errs, "; "))
+	}
+	return owner, nil
+}
+
+// connect makes the provider's API client for the cluster and namespace
+// its configuration names, and checks that the daemon may do there what it
+// needs to.
+func (p *Provider) connect(ctx context.Context) error {
+	rc, ns, err := loadConfig(p.cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if p.cfg.Namespace != "" {
+		ns = p.cfg.Namespace
+	}
+	p.ns, p.host = ns, rc.Host
+	rc.QPS, rc.Burst = 50, 100 // client-go's default (5 a second) would pace a start's calls
+	if p.api, err = newAPI(rc, ns); err != nil {
+		return fmt.Errorf("kubernetes provider: %w", err)
+	}
+	return p.check(ctx)
 }
 
 // loadConfig reads the client configuration: the kubeconfig at path (or
