@@ -12,8 +12,8 @@ import (
 )
 
 // BigTableRows is the template row count from which a table is restored
-// by TRUNCATE whatever the strategy (see restoreInput.truncates), unless the test
-// only added rows to it (see appendedRows).
+// by TRUNCATE whatever the strategy (see restoreInput.truncates), unless
+// the test only added rows to it (see appendedRows).
 const BigTableRows = schema.BigTableRows
 
 // restoreAndRewind restores tables (truncate: TRUNCATE + copy; snapshot:

@@ -151,10 +151,11 @@ func (rs *resetter) appendedRows(ctx context.Context, changed []*schema.Table, o
 // InnoDB stamps with, the one before (stampLag): an UPDATE_TIME before
 // those two proves that none of them committed to the table. One in
 // either proves nothing (the resolution is a second), nor does NULL (the
-// table was loaded into InnoDB's cache since, which forgets the time). Only tables whose counters were read
-// at the baseline qualify (not one the last reset restored), not partitioned
-// ones (the partitions' times add up), and only on MariaDB: MySQL's
-// UPDATE_TIME is the time of the commit and already its detection signal.
+// table was loaded into InnoDB's cache since, which forgets the time).
+// Only tables whose counters were read at the baseline qualify (not one
+// the last reset restored), not partitioned ones (the partitions' times
+// add up), and only on MariaDB: MySQL's UPDATE_TIME is the time of the
+// commit and already its detection signal.
 func (rs *resetter) uncommitted(ctx context.Context, changed []*schema.Table) ([]*schema.Table, error) {
 	base := rs.t.Baseline
 	if rs.t.Flavor == testdbd.MySQL || rs.t.Dir == "" || base == nil || base.Second == 0 {
