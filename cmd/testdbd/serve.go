@@ -218,17 +218,8 @@ type daemon struct {
 // openDaemon validates cfg, starts the provider (cleaning up after a killed
 // predecessor), starts --warm servers and begins serving.
 func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daemon, err error) {
-	if cfg.Warm < 0 || cfg.MaxInstances < 1 {
-		return nil, errors.New("--warm must be ≥ 0 and --max-instances ≥ 1")
-	}
-	if cfg.Warm > cfg.MaxInstances {
-		return nil, fmt.Errorf("--warm=%d exceeds --max-instances=%d: raise --max-instances or lower --warm", cfg.Warm, cfg.MaxInstances)
-	}
-	apiConfig := server.Config{
-		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Logger: log,
-		Insecure: cfg.Insecure, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
-	}
-	if err := apiConfig.Check(); err != nil {
+	apiConfig, err := apiConfigOf(cfg, log)
+	if err != nil {
 		return nil, err
 	}
 	d := &daemon{log: log}
@@ -237,63 +228,19 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 			_ = d.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	if d.provider, err = openProvider(ctx, cfg, log); err != nil {
+	if err := d.openProvider(ctx, cfg); err != nil {
 		return nil, err
 	}
-	reaching, err := reachProvider(d.provider, cfg.Reach, cfg.MaxInstances)
+	settings, err := serverSettings(cfg)
 	if err != nil {
-		return nil, err // d.Close closes the provider
+		return nil, err
 	}
-	d.provider = reaching
-	log.Info("provider ready", "provider", d.provider.Name(), "engine", d.provider.Engine().String())
-	settings := instance.DefaultConfig
-	settings.BufferPoolBytes = int64(cfg.BufferPool)
-	if cfg.MaxLeaseConns < cfg.LeaseConns {
-		return nil, fmt.Errorf("--max-lease-connections=%d is below --lease-connections=%d", cfg.MaxLeaseConns, cfg.LeaseConns)
+	d.fleet = d.newFleet(d.provider, cfg.MaxInstances, settings)
+	if err := d.openEngineImages(ctx, cfg, settings); err != nil {
+		return nil, err
 	}
-	// Every database of a server at its connection cap, and room for
-	// testdbd's own connections beyond that.
-	settings.MaxConnections = cfg.MaxDBsPerInstance*cfg.MaxLeaseConns + lease.AdminHeadroom
-	var manager *lease.Manager // set below; servers die only after it is
-	newFleet := func(p testdbd.Provider) *instance.Fleet {
-		return instance.NewFleet(p, instance.FleetConfig{
-			MaxInstances: cfg.MaxInstances,
-			Settings:     settings,
-			Logger:       log,
-			OnDeath: func(s *instance.Member, err error) {
-				if manager != nil {
-					manager.OnInstanceDeath(s, err)
-				}
-			},
-		})
-	}
-	d.fleet = newFleet(d.provider)
-	seen := map[testdbd.Engine]string{d.provider.Engine(): "the default provider"}
-	for i, image := range cfg.EngineImages {
-		p, err := openEngineImage(ctx, cfg, image, i, log)
-		if err != nil {
-			return nil, fmt.Errorf("--engine-image %s: %w", image, err)
-		}
-		d.extraProviders = append(d.extraProviders, p)
-		if other, ok := seen[p.Engine()]; ok {
-			return nil, fmt.Errorf("--engine-image %s runs %s, as %s does: give each engine one image", image, p.Engine(), other)
-		}
-		seen[p.Engine()] = image
-		d.extraFleets = append(d.extraFleets, newFleet(p))
-		log.Info("engine ready", "image", image, "engine", p.Engine().String(), "provider", p.Name())
-	}
-	if cfg.Warm > 0 {
-		log.Info("starting warm servers", "count", cfg.Warm)
-		g, gctx := errgroup.WithContext(ctx)
-		for i := 0; i < cfg.Warm; i++ {
-			g.Go(func() error {
-				_, err := d.fleet.Start(gctx)
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return nil, fmt.Errorf("start warm servers: %w", err)
-		}
+	if err := d.startWarm(ctx, cfg.Warm); err != nil {
+		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -301,19 +248,9 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	if err != nil {
 		return nil, fmt.Errorf("--strategy: %w", err)
 	}
-	manager = lease.New(lease.Config{
-		Fleet: d.fleet, Fleets: d.extraFleets, MaxDatabases: cfg.MaxDatabases, MaxDBsPerInstance: cfg.MaxDBsPerInstance,
-		MemoryBudget: int64(cfg.MemoryBudget), PoolSize: cfg.PoolSize, IdleTrim: cfg.PoolIdle, StaleBuild: cfg.StaleBuild, Clones: cfg.Clones,
-		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait,
-		LeaseConnections: cfg.LeaseConns, MaxLeaseConnections: cfg.MaxLeaseConns,
-		BuildTimeout: cfg.BuildTimeout, MaxBuildTimeout: cfg.MaxBuildTimeout, MaxBuilds: cfg.MaxBuilds,
-		MigrationsRoot: cfg.MigrationsRoot, LeaseSpace: int64(cfg.LeaseSpace), SpaceReserve: int64(cfg.SpaceReserve),
-		CacheDir: cacheDir(&cfg), CacheBytes: int64(cfg.CacheSize),
-		Registerer: reg, Logger: log,
-	})
-	manager.Open()
-	d.manager = manager
-	svc := &server.Service{Manager: manager, DefaultStrategy: strategy}
+	d.manager = lease.New(leaseConfig(&cfg, d, reg, log))
+	d.manager.Open()
+	svc := &server.Service{Manager: d.manager, DefaultStrategy: strategy}
 	apiConfig.Registry = reg
 	d.server = server.New(apiConfig, svc)
 	if err := d.server.Open(ctx); err != nil {
@@ -321,6 +258,123 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 		return nil, err
 	}
 	return d, nil
+}
+
+// apiConfigOf checks the server counts of cfg and returns the API's
+// configuration, checked.
+func apiConfigOf(cfg serveConfig, log *slog.Logger) (server.Config, error) {
+	if cfg.Warm < 0 || cfg.MaxInstances < 1 {
+		return server.Config{}, errors.New("--warm must be ≥ 0 and --max-instances ≥ 1")
+	}
+	if cfg.Warm > cfg.MaxInstances {
+		return server.Config{}, fmt.Errorf("--warm=%d exceeds --max-instances=%d: raise --max-instances or lower --warm", cfg.Warm, cfg.MaxInstances)
+	}
+	apiConfig := server.Config{
+		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Logger: log,
+		Insecure: cfg.Insecure, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
+	}
+	if err := apiConfig.Check(); err != nil {
+		return server.Config{}, err
+	}
+	return apiConfig, nil
+}
+
+// openProvider starts the daemon's provider (--provider), reached as
+// --reach says.
+func (d *daemon) openProvider(ctx context.Context, cfg serveConfig) error {
+	var err error
+	if d.provider, err = openProvider(ctx, cfg, d.log); err != nil {
+		return err
+	}
+	reaching, err := reachProvider(d.provider, cfg.Reach, cfg.MaxInstances)
+	if err != nil {
+		return err // d.Close closes the provider
+	}
+	d.provider = reaching
+	d.log.Info("provider ready", "provider", d.provider.Name(), "engine", d.provider.Engine().String())
+	return nil
+}
+
+// serverSettings are the settings every server starts with: the buffer
+// pool asked for, and connections for every database of a server at its
+// connection cap, with room for testdbd's own connections beyond that.
+func serverSettings(cfg serveConfig) (instance.Config, error) {
+	settings := instance.DefaultConfig
+	settings.BufferPoolBytes = int64(cfg.BufferPool)
+	if cfg.MaxLeaseConns < cfg.LeaseConns {
+		return instance.Config{}, fmt.Errorf("--max-lease-connections=%d is below --lease-connections=%d", cfg.MaxLeaseConns, cfg.LeaseConns)
+	}
+	settings.MaxConnections = cfg.MaxDBsPerInstance*cfg.MaxLeaseConns + lease.AdminHeadroom
+	return settings, nil
+}
+
+// newFleet makes the fleet of p's servers, which reports their deaths to
+// the lease manager once there is one.
+func (d *daemon) newFleet(p testdbd.Provider, maxInstances int, settings instance.Config) *instance.Fleet {
+	return instance.NewFleet(p, instance.FleetConfig{
+		MaxInstances: maxInstances,
+		Settings:     settings,
+		Logger:       d.log,
+		OnDeath: func(s *instance.Member, err error) {
+			if d.manager != nil {
+				d.manager.OnInstanceDeath(s, err)
+			}
+		},
+	})
+}
+
+// openEngineImages starts the provider and fleet of every --engine-image,
+// one engine each, none the default provider's.
+func (d *daemon) openEngineImages(ctx context.Context, cfg serveConfig, settings instance.Config) error {
+	seen := map[testdbd.Engine]string{d.provider.Engine(): "the default provider"}
+	for i, image := range cfg.EngineImages {
+		p, err := openEngineImage(ctx, cfg, image, i, d.log)
+		if err != nil {
+			return fmt.Errorf("--engine-image %s: %w", image, err)
+		}
+		d.extraProviders = append(d.extraProviders, p)
+		if other, ok := seen[p.Engine()]; ok {
+			return fmt.Errorf("--engine-image %s runs %s, as %s does: give each engine one image", image, p.Engine(), other)
+		}
+		seen[p.Engine()] = image
+		d.extraFleets = append(d.extraFleets, d.newFleet(p, cfg.MaxInstances, settings))
+		d.log.Info("engine ready", "image", image, "engine", p.Engine().String(), "provider", p.Name())
+	}
+	return nil
+}
+
+// startWarm starts n servers of the default fleet at once (--warm).
+func (d *daemon) startWarm(ctx context.Context, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	d.log.Info("starting warm servers", "count", n)
+	g, gctx := errgroup.WithContext(ctx)
+	for i := 0; i < n; i++ {
+		g.Go(func() error {
+			_, err := d.fleet.Start(gctx)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("start warm servers: %w", err)
+	}
+	return nil
+}
+
+// leaseConfig is the lease manager's configuration: d's fleets and cfg's
+// limits.
+func leaseConfig(cfg *serveConfig, d *daemon, reg prometheus.Registerer, log *slog.Logger) lease.Config {
+	return lease.Config{
+		Fleet: d.fleet, Fleets: d.extraFleets, MaxDatabases: cfg.MaxDatabases, MaxDBsPerInstance: cfg.MaxDBsPerInstance,
+		MemoryBudget: int64(cfg.MemoryBudget), PoolSize: cfg.PoolSize, IdleTrim: cfg.PoolIdle, StaleBuild: cfg.StaleBuild, Clones: cfg.Clones,
+		DefaultTTL: cfg.DefaultTTL, MaxTTL: cfg.MaxTTL, DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait,
+		LeaseConnections: cfg.LeaseConns, MaxLeaseConnections: cfg.MaxLeaseConns,
+		BuildTimeout: cfg.BuildTimeout, MaxBuildTimeout: cfg.MaxBuildTimeout, MaxBuilds: cfg.MaxBuilds,
+		MigrationsRoot: cfg.MigrationsRoot, LeaseSpace: int64(cfg.LeaseSpace), SpaceReserve: int64(cfg.SpaceReserve),
+		CacheDir: cacheDir(cfg), CacheBytes: int64(cfg.CacheSize),
+		Registerer: reg, Logger: log,
+	}
 }
 
 func openProvider(ctx context.Context, cfg serveConfig, log *slog.Logger) (testdbd.Provider, error) {
