@@ -297,60 +297,71 @@ func runTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case "wait":
 		return runTemplateWait(ctx, args, stdout, stderr)
 	case "list":
-		c := newCLI("template list", "[flags]", stdout, stderr, "text", "json")
-		c.about = "Lists the daemon's templates: state, tables, goose version, pool counts, build time, hash."
-		if _, err := c.parse(args); err != nil {
-			return err
-		}
-		cl, err := c.client()
-		if err != nil {
-			return err
-		}
-		ts, err := cl.ListTemplates(ctx)
-		if err != nil {
-			return err
-		}
-		if c.format == "json" {
-			return c.printJSON(map[string]any{"templates": ts})
-		}
-		return printTemplates(stdout, ts)
+		return runTemplateList(ctx, args, stdout, stderr)
 	case "get", "delete":
-		c := newCLI("template "+sub, "NAME [flags]", stdout, stderr, "text", "json")
-		c.about = "Shows one template."
-		if sub == "delete" {
-			c.about = "Drops a template, its worker databases and its pool. Refused while leases of it are held, unless --force."
-		}
-		force := c.fs.Bool("force", false, "delete even while leases are held; those leases end")
-		pos, err := c.parse(args, "NAME")
-		if err != nil {
-			return err
-		}
-		if sub == "get" && *force {
-			return usageError{"--force is for template delete"}
-		}
-		cl, err := c.client()
-		if err != nil {
-			return err
-		}
-		var t *client.Template
-		if sub == "get" {
-			t, err = cl.GetTemplate(ctx, pos[0])
-		} else {
-			t, err = cl.DeleteTemplate(ctx, pos[0], *force)
-		}
-		if err != nil {
-			return err
-		}
-		if c.format == "json" {
-			return c.printJSON(t)
-		}
-		if sub == "delete" {
-			_, err = fmt.Fprintf(stdout, "deleted template %s\n", t.Name)
-			return err
-		}
-		return printTemplates(stdout, []client.Template{*t})
+		return runTemplateGetDelete(ctx, sub, args, stdout, stderr)
 	}
 	return usageError{fmt.Sprintf("unknown subcommand %q: use testdbd template ensure, wait, list, get or delete", sub)}
+}
+
+// runTemplateList is `testdbd template list`.
+func runTemplateList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCLI("template list", "[flags]", stdout, stderr, "text", "json")
+	c.about = "Lists the daemon's templates: state, tables, goose version, pool counts, build time, hash."
+	if _, err := c.parse(args); err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ts, err := cl.ListTemplates(ctx)
+	if err != nil {
+		return err
+	}
+	if c.format == "json" {
+		return c.printJSON(map[string]any{"templates": ts})
+	}
+	return printTemplates(stdout, ts)
+}
+
+// runTemplateGetDelete is `testdbd template get` and `testdbd template
+// delete` (sub), which take the same arguments.
+func runTemplateGetDelete(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
+	c := newCLI("template "+sub, "NAME [flags]", stdout, stderr, "text", "json")
+	c.about = "Shows one template."
+	if sub == "delete" {
+		c.about = "Drops a template, its worker databases and its pool. Refused while leases of it are held, unless --force."
+	}
+	force := c.fs.Bool("force", false, "delete even while leases are held; those leases end")
+	pos, err := c.parse(args, "NAME")
+	if err != nil {
+		return err
+	}
+	if sub == "get" && *force {
+		return usageError{"--force is for template delete"}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	var t *client.Template
+	if sub == "get" {
+		t, err = cl.GetTemplate(ctx, pos[0])
+	} else {
+		t, err = cl.DeleteTemplate(ctx, pos[0], *force)
+	}
+	if err != nil {
+		return err
+	}
+	if c.format == "json" {
+		return c.printJSON(t)
+	}
+	if sub == "delete" {
+		_, err = fmt.Fprintf(stdout, "deleted template %s\n", t.Name)
+		return err
+	}
+	return printTemplates(stdout, []client.Template{*t})
 }
 
 func runLease(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -534,9 +545,10 @@ func runRenew(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCLI("release", "LEASE_ID [flags]", stdout, stderr, "text", "json")
-	c.about = `Gives a lease back. Its MySQL user is dropped and its sessions are ended
-at once; the daemon resets the database in the background before leasing
-it again. Releasing a released lease is not an error.`
+	c.about = `Gives a lease back: the lease ends at once, and the daemon then, in the
+background, locks its MySQL user and ends its sessions, resets the
+database, and gives the same user a new password for the database's next
+lease. Releasing a released lease is not an error.`
 	pos, err := c.parse(args, "LEASE_ID")
 	if err != nil {
 		return err
