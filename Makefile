@@ -155,7 +155,7 @@ images: image image-mysql-9.7 image-mariadb-11.8 image-testdbd
 property: deps image image-mysql-9.7 image-mariadb-11.8
 	@GO=$(GO) scripts/property.sh
 
-## bench: the benchmark (bench/, a module of its own; about 6 minutes on 2
+## bench: the benchmark (bench/, a module of its own; 5-8 minutes on 2
 ## cores, after the images): testdbd's strategies beside the conventional
 ## resets, the engines, scaling, big tables and cold start; writes
 ## docs/benchmarks.json (raw samples) and docs/benchmarks.md (the report).

@@ -81,10 +81,19 @@ func startBaseline(ctx context.Context, disk bool, tmp, diskPath, pristine strin
 	return b, nil
 }
 
+// ServerInfo is a baseline server, with the settings that decide what
+// durability costs read back from it.
+type ServerInfo struct {
+	Name     string            `json:"name"`
+	Datadir  string            `json:"datadir"`
+	OnTmpfs  bool              `json:"on_tmpfs"`
+	Settings map[string]string `json:"settings"` // SELECT @@GLOBAL.x
+}
+
 // info reads back the settings that decide what durability costs.
 func (b *baseServer) info(ctx context.Context) (ServerInfo, error) {
 	inf := b.inst.Info(ctx)
-	s := ServerInfo{Name: "baseline " + b.name, Datadir: inf.Datadir, OnTmpfs: inf.DatadirOnTmpfs, Settings: map[string]string{}}
+	s := ServerInfo{Name: b.name, Datadir: inf.Datadir, OnTmpfs: inf.DatadirOnTmpfs, Settings: map[string]string{}}
 	for _, v := range durabilitySettings {
 		var val sql.NullString
 		if err := b.admin.QueryRowContext(ctx, "SELECT @@GLOBAL."+v).Scan(&val); err != nil {
@@ -95,11 +104,9 @@ func (b *baseServer) info(ctx context.Context) (ServerInfo, error) {
 	return s, nil
 }
 
-// durabilitySettings are the server variables recorded for every server.
+// durabilitySettings are the server variables recorded for every baseline.
 var durabilitySettings = []string{
-	"version", "innodb_flush_log_at_trx_commit", "innodb_doublewrite", "innodb_flush_method",
-	"log_bin", "sync_binlog", "innodb_buffer_pool_size", "innodb_log_file_size",
-	"innodb_stats_auto_recalc", "table_open_cache",
+	"version", "innodb_flush_log_at_trx_commit", "innodb_doublewrite", "innodb_flush_method", "log_bin", "sync_binlog",
 }
 
 func (b *baseServer) close() {
@@ -120,7 +127,7 @@ func (b *baseServer) close() {
 	_ = os.RemoveAll(b.stateDir)
 }
 
-// migrateFresh is the field's `migrate:fresh` for one worker: drop and
+// migrateFresh is Laravel's `migrate:fresh` for one worker: drop and
 // create its database, run every migration and the seed, over a new
 // connection of the application's user.
 func (b *baseServer) migrateFresh(ctx context.Context, database string, src migrations.Source) error {
@@ -128,7 +135,7 @@ func (b *baseServer) migrateFresh(ctx context.Context, database string, src migr
 	if _, err := b.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+q+"; CREATE DATABASE "+q); err != nil {
 		return fmt.Errorf("recreate %s: %w", database, err)
 	}
-	db, err := instance.OpenDatabase(b.client, database, 1)
+	db, err := b.open(database)
 	if err != nil {
 		return err
 	}
@@ -139,19 +146,10 @@ func (b *baseServer) migrateFresh(ctx context.Context, database string, src migr
 	return nil
 }
 
-// appConn opens the single connection an application (one test worker)
-// keeps to its database.
-func (b *baseServer) appConn(ctx context.Context, database string) (*sql.DB, *sql.Conn, error) {
-	db, err := instance.OpenDatabase(b.client, database, 1)
-	if err != nil {
-		return nil, nil, err
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return db, conn, nil
+// open opens a pool of one connection of the application's user (one test
+// worker's) to database.
+func (b *baseServer) open(database string) (*sql.DB, error) {
+	return instance.OpenDatabase(b.client, database, 1)
 }
 
 // laravel is Laravel's DatabaseTruncation on one worker's connection:
@@ -226,6 +224,3 @@ func (l *laravel) truncate(ctx context.Context) (int, error) {
 
 // standardSource is the standard workload with n tables.
 func standardSource(n int) migrations.Source { return workload.Standard(n) }
-
-// pid is the server's process id.
-func (b *baseServer) pid() int { return b.inst.Info(context.Background()).PID }

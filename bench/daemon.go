@@ -140,10 +140,10 @@ func (d *daemon) kill() {
 	<-d.exited
 }
 
-// ensureTemplate builds (or finds) a template of the standard workload with
-// tables tables, plus the extra migration files, and waits for the build.
-func (d *daemon) ensureTemplate(ctx context.Context, name string, tables, poolSize int, extra ...client.MigrationFile) (*client.Template, error) {
-	src := standardSource(tables)
+// ensureTemplate builds (or finds) a template of the standard workload,
+// plus the extra migration files, and waits for the build.
+func (d *daemon) ensureTemplate(ctx context.Context, name string, poolSize int, extra ...client.MigrationFile) (*client.Template, error) {
+	src := standardSource(standardTables)
 	files := make([]client.MigrationFile, 0, len(src.Files)+len(extra))
 	for _, f := range src.Files {
 		files = append(files, client.MigrationFile{Name: f.Name, Content: string(f.Content)})
@@ -184,25 +184,15 @@ func (d *daemon) waitPool(ctx context.Context, name string, timeout, interval ti
 // waitIdle waits until no database of the template is being reset or
 // created and at least want are ready.
 func (d *daemon) waitIdle(ctx context.Context, name string, want int) error {
-	return d.waitIdleEvery(ctx, name, want, 2*time.Millisecond)
-}
-
-// waitIdleEvery is waitIdle polling every interval.
-func (d *daemon) waitIdleEvery(ctx context.Context, name string, want int, interval time.Duration) error {
-	_, err := d.waitPool(ctx, name, 30*time.Second, interval, func(t *client.Template) bool {
+	_, err := d.waitPool(ctx, name, 30*time.Second, 2*time.Millisecond, func(t *client.Template) bool {
 		return int(t.Pool.Ready) >= want && t.Pool.Resetting == 0 && t.Pool.Creating == 0
 	})
 	return err
 }
 
-// acquire leases a database for an hour, waiting up to 30 s for one.
-func (d *daemon) acquire(ctx context.Context, template string, strategy client.Strategy, worker string) (*client.Lease, error) {
-	return d.acquireKeep(ctx, template, strategy, worker, false)
-}
-
-// acquireKeep is acquire, with keep asking for a lease that keeps
-// AUTO_INCREMENT.
-func (d *daemon) acquireKeep(ctx context.Context, template string, strategy client.Strategy, worker string, keep bool) (*client.Lease, error) {
+// acquire leases a database for an hour, waiting up to 30 s for one; keep
+// asks for a lease whose resets leave AUTO_INCREMENT where tests moved it.
+func (d *daemon) acquire(ctx context.Context, template string, strategy client.Strategy, worker string, keep bool) (*client.Lease, error) {
 	return d.api.AcquireLease(ctx, client.AcquireLeaseRequest{
 		Template: template, Strategy: strategy, Worker: worker, TTLSeconds: 3600, WaitTimeoutMs: 30000, KeepAutoIncrement: keep,
 	})
@@ -211,31 +201,4 @@ func (d *daemon) acquireKeep(ctx context.Context, template string, strategy clie
 func (d *daemon) release(ctx context.Context, id string) error {
 	_, err := d.api.ReleaseLease(ctx, id)
 	return err
-}
-
-// stats returns GET /v1/stats as JSON, as the results keep it.
-func (d *daemon) stats(ctx context.Context) (json.RawMessage, error) {
-	st, err := d.api.GetStats(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(st)
-}
-
-// pid is the daemon's process id.
-func (d *daemon) pid() int { return d.cmd.Process.Pid }
-
-// serverPID is the process id of the daemon's server instance id, 0 if it
-// is not listed.
-func (d *daemon) serverPID(ctx context.Context, id string) int {
-	insts, err := d.api.ListInstances(ctx)
-	if err != nil {
-		return 0
-	}
-	for _, in := range insts {
-		if in.ID == id {
-			return int(in.Pid)
-		}
-	}
-	return 0
 }

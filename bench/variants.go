@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -15,67 +14,72 @@ import (
 )
 
 // variant is one way of getting a clean database between tests. Each sample
-// runs the standard test (untimed), then the reset (timed).
+// runs a test (untimed), then the reset (timed).
 type variant interface {
 	name() string
 	test(ctx context.Context) error
-	reset(ctx context.Context) (ResetSample, error)
-	// procs are the processes whose CPU time the test and reset use.
-	procs() procs
+	reset(ctx context.Context) error
 	close()
 }
 
-// Variant names, in the order tables and the chart list them.
-const (
-	vLaravelDisk  = "laravel-truncate/disk"
-	vLaravelTmpfs = "laravel-truncate/tmpfs"
-	vFreshDisk    = "migrate-fresh/disk"
-	vFreshTmpfs   = "migrate-fresh/tmpfs"
-	vTruncate     = "testdbd truncate"
-	vSnapshot     = "testdbd snapshot"
-	vRollback     = "testdbd rollback"
-	// vSnapshotKeep is the snapshot strategy on a lease that keeps
-	// AUTO_INCREMENT (no rewind); its floor is vFloorSnapshotKeep.
-	vSnapshotKeep = "testdbd snapshot, keep AUTO_INCREMENT"
-)
+// The strategies of testdbd, in the order the report lists them.
+var strategies = []string{"snapshot", "truncate", "rollback"}
 
-// leaseVariants are the testdbd variants of the reset phase, each with its
-// floor and essentials.
-var leaseVariants = []string{vTruncate, vSnapshot, vRollback, vSnapshotKeep}
-
-var variantOrder = func() []string {
-	out := append([]string{vLaravelDisk, vLaravelTmpfs, vFreshDisk, vFreshTmpfs}, leaseVariants...)
-	for _, v := range leaseVariants {
-		out = append(out, floorOf[v])
-	}
-	for _, v := range leaseVariants {
-		out = append(out, essentialsOf[v])
-	}
-	return out
-}()
-
-// strategyName maps a testdbd variant to its API strategy.
-var strategyName = map[string]client.Strategy{
-	vTruncate: client.StrategyTruncate, vSnapshot: client.StrategySnapshot, vRollback: client.StrategyRollback,
-	vSnapshotKeep: client.StrategySnapshot,
+// strategyOf maps a strategy's name to the API's.
+var strategyOf = map[string]client.Strategy{
+	"truncate": client.StrategyTruncate, "snapshot": client.StrategySnapshot, "rollback": client.StrategyRollback,
 }
 
-// laravelVariant: a worker's database on a baseline server, truncated the
-// way Laravel's DatabaseTruncation does.
+// laravelVariant: a worker's database truncated the way Laravel's
+// DatabaseTruncation does, over the worker's one connection.
 type laravelVariant struct {
 	label string
 	db    *sql.DB
 	conn  *sql.Conn
 	l     *laravel
-	p     procs
+	done  func() // at close, after the connection's (nil: nothing)
 }
 
+// newLaravelVariant migrates database from scratch on a baseline server
+// and truncates it.
 func newLaravelVariant(ctx context.Context, label string, b *baseServer, database string, src migrations.Source) (*laravelVariant, error) {
 	if err := b.migrateFresh(ctx, database, src); err != nil {
 		return nil, err
 	}
-	db, conn, err := b.appConn(ctx, database)
+	db, err := b.open(database)
 	if err != nil {
+		return nil, err
+	}
+	return laravelOn(ctx, label, db, src)
+}
+
+// newLeaseLaravelVariant truncates a leased database the Laravel way,
+// never asking the daemon for a reset: the conventional reset on the same
+// server as testdbd's.
+func newLeaseLaravelVariant(ctx context.Context, label string, d *daemon, template, worker string, src migrations.Source) (*laravelVariant, error) {
+	l, err := d.acquire(ctx, template, client.StrategySnapshot, worker, false)
+	if err != nil {
+		return nil, err
+	}
+	release := func() { _ = d.release(context.WithoutCancel(ctx), l.ID) }
+	db, err := openLease(l)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	v, err := laravelOn(ctx, label, db, src)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	v.done = release
+	return v, nil
+}
+
+func laravelOn(ctx context.Context, label string, db *sql.DB, src migrations.Source) (*laravelVariant, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
 		return nil, err
 	}
 	l, err := newLaravel(ctx, conn, src)
@@ -84,18 +88,19 @@ func newLaravelVariant(ctx context.Context, label string, b *baseServer, databas
 		db.Close()
 		return nil, err
 	}
-	return &laravelVariant{label: label, db: db, conn: conn, l: l, p: procs{server: b.pid()}}, nil
+	return &laravelVariant{label: label, db: db, conn: conn, l: l}, nil
 }
 
-func (v *laravelVariant) name() string                   { return v.label }
-func (v *laravelVariant) test(ctx context.Context) error { return workload.Test(ctx, v.conn) }
-func (v *laravelVariant) reset(ctx context.Context) (ResetSample, error) {
-	start := time.Now()
-	n, err := v.l.truncate(ctx)
-	return ResetSample{ClientMs: ms(time.Since(start)), Tables: n}, err
+func (v *laravelVariant) name() string                    { return v.label }
+func (v *laravelVariant) test(ctx context.Context) error  { return workload.Test(ctx, v.conn) }
+func (v *laravelVariant) reset(ctx context.Context) error { _, err := v.l.truncate(ctx); return err }
+func (v *laravelVariant) close() {
+	v.conn.Close()
+	v.db.Close()
+	if v.done != nil {
+		v.done()
+	}
 }
-func (v *laravelVariant) procs() procs { return v.p }
-func (v *laravelVariant) close()       { v.conn.Close(); v.db.Close() }
 
 // freshVariant: a worker's database dropped, re-created and migrated from
 // scratch after every test.
@@ -104,59 +109,45 @@ type freshVariant struct {
 	b        *baseServer
 	database string
 	src      migrations.Source
-	tables   int
 }
 
-func newFreshVariant(ctx context.Context, label string, b *baseServer, database string, src migrations.Source, tables int) (*freshVariant, error) {
-	v := &freshVariant{label: label, b: b, database: database, src: src, tables: tables}
+func newFreshVariant(ctx context.Context, label string, b *baseServer, database string, src migrations.Source) (*freshVariant, error) {
+	v := &freshVariant{label: label, b: b, database: database, src: src}
 	return v, b.migrateFresh(ctx, database, src)
 }
 
 func (v *freshVariant) name() string { return v.label }
 func (v *freshVariant) test(ctx context.Context) error {
-	db, err := sql.Open("mysql", dsnFor(v.b, v.database))
+	db, err := v.b.open(v.database)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	return workload.Test(ctx, db)
 }
-func (v *freshVariant) reset(ctx context.Context) (ResetSample, error) {
-	start := time.Now()
-	err := v.b.migrateFresh(ctx, v.database, v.src)
-	return ResetSample{ClientMs: ms(time.Since(start)), Tables: v.tables}, err
+func (v *freshVariant) reset(ctx context.Context) error {
+	return v.b.migrateFresh(ctx, v.database, v.src)
 }
-func (v *freshVariant) procs() procs { return procs{server: v.b.pid()} }
-func (v *freshVariant) close()       {}
-
-func dsnFor(b *baseServer, database string) string {
-	cfg := mysql.NewConfig()
-	cfg.Net, cfg.Addr = "tcp", fmt.Sprintf("%s:%d", b.client.Host, b.client.Port)
-	cfg.User, cfg.Passwd, cfg.DBName = b.client.User, b.client.Password, database
-	return cfg.FormatDSN()
-}
+func (v *freshVariant) close() {}
 
 // leaseVariant: a lease of the daemon, reset through the REST API. The
-// rollback variant writes inside a transaction it rolls back, as Laravel's
-// RefreshDatabase or Django's TestCase do, and then asks for the reset.
+// rollback strategy's test writes inside a transaction it rolls back, as
+// Laravel's RefreshDatabase or Django's TestCase do, and then asks for the
+// reset.
 type leaseVariant struct {
 	label    string
 	d        *daemon
 	lease    *client.Lease
 	db       *sql.DB
 	rollback bool
-	// work is the test; nil runs the standard one (runTest).
+	// work is the test; nil runs the standard one.
 	work func(ctx context.Context, db *sql.DB, rollback bool) error
-	p    procs
 }
 
-func newLeaseVariant(ctx context.Context, label string, d *daemon, template, worker string) (*leaseVariant, error) {
-	base := strings.SplitN(label, "@", 2)[0]
-	strategy, ok := strategyName[base]
-	if !ok {
-		return nil, fmt.Errorf("variant %q names no strategy (%q before an @)", label, "testdbd <strategy>")
-	}
-	l, err := d.acquireKeep(ctx, template, strategy, worker, base == vSnapshotKeep)
+// newLeaseVariant acquires a lease of template with strategy, keeping
+// AUTO_INCREMENT where the test moved it when keep is set.
+func newLeaseVariant(ctx context.Context, label string, d *daemon, template, strategy, worker string, keep bool) (*leaseVariant, error) {
+	l, err := d.acquire(ctx, template, strategyOf[strategy], worker, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -165,8 +156,25 @@ func newLeaseVariant(ctx context.Context, label string, d *daemon, template, wor
 		_ = d.release(ctx, l.ID)
 		return nil, err
 	}
-	p := procs{server: d.serverPID(ctx, l.InstanceID), daemon: d.pid()}
-	return &leaseVariant{label: label, d: d, lease: l, db: db, rollback: strings.HasPrefix(label, vRollback), p: p}, nil
+	return &leaseVariant{label: label, d: d, lease: l, db: db, rollback: strategy == "rollback"}, nil
+}
+
+func (v *leaseVariant) name() string { return v.label }
+func (v *leaseVariant) test(ctx context.Context) error {
+	if v.work != nil {
+		return v.work(ctx, v.db, v.rollback)
+	}
+	return runTest(ctx, v.db, v.rollback)
+}
+func (v *leaseVariant) reset(ctx context.Context) error {
+	_, err := v.d.api.ResetLease(ctx, v.lease.ID, "")
+	return err
+}
+func (v *leaseVariant) close() {
+	v.db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = v.d.release(ctx, v.lease.ID)
 }
 
 // openLease opens a pool of one connection to a leased database with the
@@ -194,14 +202,6 @@ func openOne(cfg *mysql.Config) (*sql.DB, error) {
 	return db, nil
 }
 
-func (v *leaseVariant) name() string { return v.label }
-func (v *leaseVariant) test(ctx context.Context) error {
-	if v.work != nil {
-		return v.work(ctx, v.db, v.rollback)
-	}
-	return runTest(ctx, v.db, v.rollback)
-}
-
 // runTest runs the standard test on db, inside a transaction it rolls back
 // when rollback is set.
 func runTest(ctx context.Context, db *sql.DB, rollback bool) error {
@@ -219,101 +219,78 @@ func runTest(ctx context.Context, db *sql.DB, rollback bool) error {
 	return tx.Rollback()
 }
 
-func (v *leaseVariant) reset(ctx context.Context) (ResetSample, error) {
-	start := time.Now()
-	rep, err := v.d.api.ResetLease(ctx, v.lease.ID, "")
-	s := ResetSample{ClientMs: ms(time.Since(start))}
-	if err != nil {
-		return s, err
-	}
-	p := rep.Phases
-	s.ServerMs = round3(rep.TotalMs)
-	s.PhasesMs = []float64{round3(p.SessionsMs), round3(p.DetectMs), round3(p.VerifyMs), round3(p.RestoreMs), round3(p.SchemaMs)}
-	s.Tables = len(rep.TablesReset)
-	s.Delta = len(rep.TablesDelta)
-	s.Fallback = rep.FallbackReason
-	return s, nil
+// interleaved is how interleave samples: batches batches, in each of
+// which counts gives every variant's untimed and timed samples; batch -1
+// is the warm-up before the first batch, whose timed samples are not kept.
+type interleaved struct {
+	batches int
+	counts  func(v variant, batch int) (warm, timed int)
 }
 
-func (v *leaseVariant) procs() procs { return v.p }
-
-func (v *leaseVariant) close() {
-	v.db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_ = v.d.release(ctx, v.lease.ID)
+// uniform is interleaved with the same counts for every variant and batch,
+// and at least one untimed sample each before the first batch.
+func uniform(batches, warm, timed int) interleaved {
+	return interleaved{batches: batches, counts: func(_ variant, batch int) (int, int) {
+		if batch < 0 {
+			return max(warm, 1), 0
+		}
+		return warm, timed
+	}}
 }
 
 // interleave runs the variants in batches: in each batch every variant
-// runs its warm-up and timed samples, and the order rotates and reverses
-// from one batch to the next so that no variant always follows the same
-// one. A warm-up round before the first batch is recorded as batch -1.
-func interleave(ctx context.Context, vs []variant, batches int, counts func(v variant) (warm, timed int),
-	progress func(batch int)) ([]ResetSample, error) {
-	var out []ResetSample
-	one := func(v variant, batch int, warm bool) error {
-		p := v.procs()
-		server0, _ := p.cpu()
+// runs its warm-up and timed samples, the order changing from batch to
+// batch (batchOrder). It returns each variant's timed resets, in vs's
+// order, and reports each batch's start to progress.
+func interleave(ctx context.Context, vs []variant, how interleaved, progress func(batch int)) ([]Series, error) {
+	out := make([]Series, len(vs))
+	index := map[variant]int{}
+	for i, v := range vs {
+		out[i].Name, index[v] = v.name(), i
+	}
+	one := func(v variant, timed bool) error {
 		if err := v.test(ctx); err != nil {
 			return fmt.Errorf("%s: test: %w", v.name(), err)
 		}
-		server1, daemon1 := p.cpu()
-		s, err := v.reset(ctx)
-		if err != nil {
+		start := time.Now()
+		if err := v.reset(ctx); err != nil {
 			return fmt.Errorf("%s: reset: %w", v.name(), err)
 		}
-		server2, daemon2 := p.cpu()
-		s.TestCPUMs, s.ServerCPUMs, s.DaemonCPUMs = server1-server0, server2-server1, daemon2-daemon1
-		s.Variant, s.Batch, s.Warmup = v.name(), batch, warm
-		s.ClientMs = round3(s.ClientMs)
-		out = append(out, s)
+		if timed {
+			s := &out[index[v]]
+			s.Ms = append(s.Ms, round3(ms(time.Since(start))))
+		}
 		return nil
 	}
-	for _, v := range vs {
-		warm, _ := counts(v)
-		for i := 0; i < max(warm, 1); i++ {
-			if err := one(v, -1, true); err != nil {
-				return out, err
+	batch := func(b int, order []variant) error {
+		for _, v := range order {
+			warm, timed := how.counts(v, b)
+			if b < 0 {
+				timed = 0
+			}
+			for i := range warm + timed {
+				if err := one(v, i >= warm); err != nil {
+					return err
+				}
 			}
 		}
+		return nil
 	}
-	for b := 0; b < batches; b++ {
+	if err := batch(-1, vs); err != nil {
+		return out, err
+	}
+	for b := range how.batches {
 		progress(b)
-		for _, v := range batchOrder(vs, b) {
-			warm, timed := counts(v)
-			for i := 0; i < warm; i++ {
-				if err := one(v, b, true); err != nil {
-					return out, err
-				}
-			}
-			for i := 0; i < timed; i++ {
-				if err := one(v, b, false); err != nil {
-					return out, err
-				}
-			}
+		if err := batch(b, batchOrder(vs, b)); err != nil {
+			return out, err
 		}
 	}
 	return out, nil
 }
 
-// batchOrder gives the order of the variants in a batch: batches come in
-// pairs, the second of a pair in the reverse order of the first (AB/BA),
-// and each pair rotates the order by one more place.
-func batchOrder[T any](vs []T, batch int) []T {
-	n := len(vs)
-	out := make([]T, n)
-	for i := range vs {
-		out[i] = vs[(i+batch/2)%n]
+// closeAll closes the variants.
+func closeAll(vs []variant) {
+	for _, v := range vs {
+		v.close()
 	}
-	if batch%2 == 1 {
-		for i, j := 0, n-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
-	}
-	return out
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// round3 keeps microsecond precision.
-func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
