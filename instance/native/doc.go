@@ -19,10 +19,10 @@
 // the provider removes whatever a previous daemon killed with -9 left
 // behind under the same state directory.
 //
-// It is larger than most packages (about 1,150 lines): finding and
-// checking the server binary, initializing and copying datadirs on tmpfs
-// mounts, starting and supervising the process, and sweeping a killed
-// daemon's leftovers are one provider's lifecycle on the host.
+// Finding and checking the server binary, initializing and copying
+// datadirs on tmpfs mounts, starting and supervising the process, and
+// sweeping a killed daemon's leftovers are one provider's lifecycle on the
+// host, so they share one package.
 //
 // It imports instance and the root package, and golang.org/x/sys/unix for
 // mounts. Its servers run on Linux only: elsewhere (provider_other.go) New
