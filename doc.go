@@ -17,7 +17,8 @@
 //	lease                                       pools, leases, capacity, background work
 //	server                                      the v1 API over gRPC and REST
 //	client (a module of its own), grpcclient    the Go SDK over REST; the typed gRPC client
-//	cmd/testdbd, cmd/bench                      the daemon and CLI, the benchmark
+//	cmd/testdbd                                 the daemon and CLI
+//	bench (a module of its own)                 the benchmark
 //
 // The import graph reads top-down: cmd → server → (lease, templates) →
 // (strategies, accounts, schema, migrations, stats) → (instance, binlog) → this
