@@ -29,6 +29,22 @@ var (
 		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it; "delta" restores big tables by deleting the rows above the template's keys whenever their row count went up; "updatetime" trusts an UPDATE_TIME in the baseline's own second or the one before; "xa" leaves the XA transactions a workload left prepared alone`)
 )
 
+// workloads returns the count a flag asks for; in the quick tier (go test
+// -short) it is quick unless the flag or its environment variable was set:
+// make test runs the proof briefly on the native server, make test-all at
+// the flag's default on every engine, make property at length.
+func workloads(flagName, envName string, v *int, quick int) int {
+	if !testing.Short() || os.Getenv(envName) != "" {
+		return *v
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == flagName })
+	if set {
+		return *v
+	}
+	return min(*v, quick)
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -47,20 +63,21 @@ func TestPropertyResetEqualsTemplate(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per strategy", seed, seed, *propertyN)
+	n := workloads("property.n", "TESTDBD_PROPERTY_N", propertyN, 30)
+	t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per strategy", seed, seed, n)
 	for _, p := range testenv.Providers() {
-		t.Run(p.Name, func(t *testing.T) { propertyRun(t, p, seed, modeAuto) })
+		t.Run(p.Name, func(t *testing.T) { propertyRun(t, p, seed, n, modeAuto) })
 		if p.Kind == "native" {
 			// Schema changes detected from the binary log, as where the
 			// datadir cannot be watched; and from the server's statement
 			// counters, as on a server without a binary log.
-			t.Run(p.Name+"-binlog", func(t *testing.T) { propertyRun(t, p, seed, modeBinlog) })
-			t.Run(p.Name+"-counters", func(t *testing.T) { propertyRun(t, p, seed, modeCounters) })
+			t.Run(p.Name+"-binlog", func(t *testing.T) { propertyRun(t, p, seed, n, modeBinlog) })
+			t.Run(p.Name+"-counters", func(t *testing.T) { propertyRun(t, p, seed, n, modeCounters) })
 		}
 	}
 }
 
-func propertyRun(t *testing.T, p testenv.Provider, seed uint64, mode detectMode) {
+func propertyRun(t *testing.T, p testenv.Provider, seed uint64, workloads int, mode detectMode) {
 	f := newFixture(t, p)
 	f.mode = mode
 	if mode == modeAuto && !f.srv.Watch {
@@ -71,7 +88,7 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, mode detectMode)
 	// exact reset must bring them all back).
 	for _, keep := range []bool{false, true} {
 		for _, s := range testdbd.Strategies {
-			name, n := s.String(), *propertyN
+			name, n := s.String(), workloads
 			if keep {
 				name, n = "keep-auto-increment-"+name, max(1, n/4)
 			}
@@ -552,6 +569,7 @@ var propertyConcurrentN = flag.Int("property.concurrent", envInt("TESTDBD_PROPER
 // first follows the second: one lease's DDL does not make the others check
 // everything.
 func TestPropertyConcurrent(t *testing.T) {
+	concurrentN := workloads("property.concurrent", "TESTDBD_PROPERTY_CONCURRENT", propertyConcurrentN, 10)
 	seed := *propertySeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -560,10 +578,10 @@ func TestPropertyConcurrent(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			f := newFixture(t, p)
 			t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per lease, watching directories: %v",
-				seed, seed, *propertyConcurrentN, f.srv.Watch)
+				seed, seed, concurrentN, f.srv.Watch)
 			mix := &suiteMix{ddlShare: 0.05}
-			alone := concurrentRun(t, f, "alone", 1, mix, seed, true)
-			together := concurrentRun(t, f, "together", 4, mix, seed+1, false)
+			alone := concurrentRun(t, f, "alone", 1, concurrentN, mix, seed, true)
+			together := concurrentRun(t, f, "together", 4, concurrentN, mix, seed+1, false)
 			for _, s := range testdbd.Strategies {
 				a, b := alone[s], together[s]
 				t.Logf("%-8s alone: p50 %v, full checks %d of %d; 12 leases: p50 %v p99 %v (%.2fx alone), full checks %d of %d (%.1f%%) for %d workloads with DDL (%.1f%%)",
@@ -594,9 +612,9 @@ func (r *runResult) p(q float64) time.Duration {
 }
 
 // concurrentRun runs per leases of each strategy at once (with serial, one
-// lease at a time), each through *propertyConcurrentN workloads, resetting
-// and comparing after each.
-func concurrentRun(t *testing.T, f *fixture, name string, per int, mix *suiteMix, seed uint64, serial bool) map[testdbd.Strategy]*runResult {
+// lease at a time), each through n workloads, resetting and comparing
+// after each.
+func concurrentRun(t *testing.T, f *fixture, name string, per, n int, mix *suiteMix, seed uint64, serial bool) map[testdbd.Strategy]*runResult {
 	type worker struct {
 		s    testdbd.Strategy
 		tg   *strategies.Target
@@ -620,7 +638,7 @@ func concurrentRun(t *testing.T, f *fixture, name string, per int, mix *suiteMix
 		wg.Add(1)
 		run := func() {
 			defer wg.Done()
-			for i := 0; i < *propertyConcurrentN; i++ {
+			for i := 0; i < n; i++ {
 				w := &randomWorkload{rng: wk.rng, a: wk.a, b: wk.b, strategy: wk.s, direct: map[string]bool{}, mix: mix,
 					xidPrefix: wk.tg.Database + "_", endEmptyXA: f.srv.Flavor == testdbd.MySQL}
 				w.run(t)
