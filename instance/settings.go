@@ -47,10 +47,6 @@ type setting struct {
 // provider applies (see Hardening), read back.
 func settings(e testdbd.Engine, c Config) []setting {
 	c = c.withDefaults()
-	kv := func(name, value string) setting {
-		return setting{variable: name, flag: "--" + strings.ReplaceAll(name, "_", "-") + "=" + value, want: value}
-	}
-	check := func(name, value string) setting { return setting{variable: name, want: value} }
 	s := []setting{
 		{variable: "log_bin", flag: "--log-bin=" + BinlogName, want: "ON"},
 		kv("sync_binlog", "0"),
@@ -58,6 +54,13 @@ func settings(e testdbd.Engine, c Config) []setting {
 		kv("binlog_checksum", "NONE"),
 		// Only the daemon purges it, after reading it (binlog.Log.Tidy).
 		kv("binlog_expire_logs_seconds", "0"),
+		// Small files, so that the daemon can purge what it has read
+		// while a test goes on writing (see BinlogFileBytes), and a
+		// bound on what one transaction or statement may log (see
+		// TransactionLogBytes).
+		kv("max_binlog_size", strconv.Itoa(BinlogFileBytes)),
+		kv("max_binlog_cache_size", strconv.Itoa(TransactionLogBytes)),
+		kv("max_binlog_stmt_cache_size", strconv.Itoa(TransactionLogBytes)),
 		// Migrations and tests create functions and triggers as accounts
 		// without SUPER, which the binary log refuses otherwise.
 		kv("log_bin_trust_function_creators", "ON"),
@@ -140,6 +143,38 @@ func settings(e testdbd.Engine, c Config) []setting {
 	}
 	return s
 }
+
+// kv is a setting asked for on the command line as --name=value.
+func kv(name, value string) setting {
+	return setting{variable: name, flag: "--" + strings.ReplaceAll(name, "_", "-") + "=" + value, want: value}
+}
+
+// check is a setting only read back: the engine's default, or asked for
+// by the provider.
+func check(name, value string) setting { return setting{variable: name, want: value} }
+
+// BinlogFileBytes is the size at which a server starts a new binary log
+// file (max_binlog_size; 1 GB by default). The daemon reads and purges
+// the log as it grows (binlog.Log.Tidy), but only whole files: with 1 GB
+// files nothing could be purged before a test had written a gigabyte.
+// Starting a new file every 4 MB costs nothing measurable (20,000
+// single-row commits took the server the same CPU time, 0.63 s, with 1 GB,
+// 4 MB and 1 MB files). A transaction is never split: one larger than
+// this makes a file of its own.
+const BinlogFileBytes = 4 << 20
+
+// TransactionLogBytes is the most one transaction (max_binlog_cache_size)
+// or one statement on tables that have no transactions
+// (max_binlog_stmt_cache_size) may write to the binary log; past it the
+// statement fails with error 1197 (or 1705), which names the variable, and
+// a transaction goes on without it. Until its commit a transaction's log
+// is kept in a file in the server's tmpdir, which is on the same tmpfs as
+// the datadir (natively) and counts in no database; at the commit it is
+// copied whole into the binary log. Without a bound one transaction could
+// fill the tmpfs twice over with space the daemon cannot blame on its
+// lease. 128 MB is far more than a test writes in one transaction (a
+// reset writes nothing there: the daemon's sessions stay out of the log).
+const TransactionLogBytes = 128 << 20
 
 // BinlogName is the base name of the binary log files in a server's
 // datadir. The servers keep a binary log although nothing replicates from
