@@ -102,6 +102,7 @@ func settings(e testdbd.Engine, c Config) []setting {
 				kv("innodb_flush_method", "fsync"),
 			)
 		}
+		s = append(s, undoSettings(e)...)
 		s = append(s,
 			kv("binlog_format", "ROW"),
 			// The statement text beside each row event: not read, and it
@@ -125,6 +126,12 @@ func settings(e testdbd.Engine, c Config) []setting {
 			// CREATE TABLE + INSERT at most 10% faster on tmpfs (noise
 			// level) for 24 or 56 MB more tmpfs per server.
 			kv("innodb_redo_log_capacity", strconv.Itoa(InnoDBLogFileBytes)),
+			// Undo logs: MySQL keeps them in two undo tablespaces of 16 MB
+			// and truncates one once it outgrows innodb_max_undo_log_size,
+			// 1 GB by default: at 16 MB a test's large transaction gives
+			// its space back once purged (see undoSettings).
+			check("innodb_undo_log_truncate", "ON"),
+			kv("innodb_max_undo_log_size", strconv.Itoa(16<<20)),
 			// A plugin, not a variable: read its status instead.
 			setting{variable: "mysqlx", flag: "--mysqlx=OFF", want: "OFF",
 				read: "(SELECT IF(MAX(PLUGIN_STATUS) = 'ACTIVE', 'ON', 'OFF') FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'mysqlx')"},
@@ -144,6 +151,31 @@ func settings(e testdbd.Engine, c Config) []setting {
 	return s
 }
 
+// undoSettings returns MariaDB's undo log settings. Undo logs live in the
+// system tablespace (ibdata1) unless undo tablespaces are asked for, and
+// ibdata1 never shrinks: one test that inserted and then deleted 400,000
+// rows (or whose reset deleted them) grew it from 12 to 76 MB for the
+// server's life. In undo tablespaces truncated once one grows past
+// innodb_max_undo_log_size (10 MB, their initial size), the same test
+// leaves ibdata1 at 12 MB, and the undo tablespaces, 43 MB at the delete,
+// back at 10 MB each within seconds of the purge. Three, as MariaDB 11
+// initializes datadirs with (its images' seeds have them, and a server
+// started with another number keeps theirs); 30 MB of tmpfs per server.
+// Datadirs are initialized with them (InitArgs): MariaDB 10.11 also
+// creates them at a start from a datadir that has none, but only after a
+// slow shutdown. Versions before 10.11 are not asked for them (they could
+// not be added to a datadir that has none).
+func undoSettings(e testdbd.Engine) []setting {
+	if !atLeast(e, 10, 11) {
+		return nil
+	}
+	return []setting{
+		kv("innodb_undo_tablespaces", "3"),
+		kv("innodb_undo_log_truncate", "ON"),
+		kv("innodb_max_undo_log_size", strconv.Itoa(10<<20)),
+	}
+}
+
 // kv is a setting asked for on the command line as --name=value.
 func kv(name, value string) setting {
 	return setting{variable: name, flag: "--" + strings.ReplaceAll(name, "_", "-") + "=" + value, want: value}
@@ -152,6 +184,22 @@ func kv(name, value string) setting {
 // check is a setting only read back: the engine's default, or asked for
 // by the provider.
 func check(name, value string) setting { return setting{variable: name, want: value} }
+
+// InitArgs returns the options a datadir of engine e must be initialized
+// with (mariadb-install-db, mysqld --initialize) for the settings to take:
+// MariaDB's undo tablespaces (see undoSettings). A server started from a
+// datadir without them creates them only if the datadir's last shutdown
+// was slow (innodb_fast_shutdown=0), which mariadb-install-db does or not
+// depending on the user it runs as.
+func InitArgs(e testdbd.Engine) []string {
+	var args []string
+	for _, s := range undoSettings(e) {
+		if s.variable == "innodb_undo_tablespaces" {
+			args = append(args, s.flag)
+		}
+	}
+	return args
+}
 
 // BinlogFileBytes is the size at which a server starts a new binary log
 // file (max_binlog_size; 1 GB by default). The daemon reads and purges

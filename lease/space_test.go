@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -148,4 +149,91 @@ func logBytes(t *testing.T, srv *instance.Member) int64 {
 		total += size
 	}
 	return total
+}
+
+// TestSpaceDoesNotCarryOver: a lease that inserted a quarter of a million rows and
+// was released leaves nothing behind for the next lease of its database's
+// worker, nor for the server. A reset gives the rows back but not the
+// table's files, which keep their size: the database grew past its
+// template's by more than a lease may leave, so it is made again and the
+// worker's next lease starts at the template's size. The undo logs the
+// insert and the reset's delete wrote (in the system tablespace, ibdata1,
+// which never shrinks, unless undo tablespaces are asked for) give their
+// space back: ibdata1 keeps its size and the undo tablespaces are
+// truncated to theirs.
+func TestSpaceDoesNotCarryOver(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			e := newEnv(t, p, 1, lease.Config{PoolSize: 1})
+			tpl := e.ensure(t, "app", 1)
+			srv := e.fleet.Members()[0]
+			tplBytes, ok := srv.DatabaseBytes(tpl.Database)
+			if !ok {
+				t.Skip("the datadir is not visible to the daemon: database sizes are not measured")
+			}
+			system := innodbFiles(t, srv)
+			req := lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app", Worker: "w"}
+			l := e.acquire(t, req)
+			db := open(t, l)
+			mustExec(t, db, "INSERT INTO audit_log (entity, entity_id, action) VALUES ('e', 1, 'insert')")
+			for i := 0; i < 18; i++ { // 262,144 rows
+				mustExec(t, db, "INSERT INTO audit_log (entity, entity_id, action) SELECT entity, entity_id + id, action FROM audit_log")
+			}
+			grown, _ := srv.DatabaseBytes(l.Database)
+			t.Logf("the template's database takes %dK, the lease's grew to %dM", tplBytes>>10, grown>>20)
+			if _, err := e.m.Release(l.ID); err != nil {
+				t.Fatal(err)
+			}
+			e.waitPool(t, "app", 1)
+			next := e.acquire(t, req)
+			if n, _ := srv.DatabaseBytes(next.Database); n > tplBytes+8<<20 {
+				t.Errorf("the worker's next lease (%s) starts at %dM, its template's database takes %dK", next.Database, n>>20, tplBytes>>10)
+			}
+			after := innodbFiles(t, srv)
+			if after["ibdata1"] > system["ibdata1"] {
+				t.Errorf("the system tablespace grew from %dM to %dM", system["ibdata1"]>>20, after["ibdata1"]>>20)
+			}
+			// The undo tablespaces are truncated once purged: InnoDB's purge
+			// runs when there is work, so the lease writes a little meanwhile.
+			ndb := open(t, next)
+			deadline := time.Now().Add(time.Minute)
+			for {
+				var over []string
+				for name, n := range innodbFiles(t, srv) {
+					if name != "ibdata1" && n > system[name] {
+						over = append(over, fmt.Sprintf("%s %dM (%dM before)", name, n>>20, system[name]>>20))
+					}
+				}
+				if len(over) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("a minute after the reset, undo tablespaces are still larger than they were: %v", over)
+				}
+				mustExec(t, ndb, "UPDATE users SET name = CONCAT(name, '') WHERE id > 0")
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// innodbFiles returns the sizes of srv's system tablespace (ibdata1) and
+// undo tablespaces (MariaDB's undo001…, MySQL's undo_001…).
+func innodbFiles(t *testing.T, srv *instance.Member) map[string]int64 {
+	t.Helper()
+	entries, err := os.ReadDir(srv.Datadir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, d := range entries {
+		if name := d.Name(); name == "ibdata1" || strings.HasPrefix(name, "undo") {
+			fi, err := d.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = fi.Size()
+		}
+	}
+	return out
 }
