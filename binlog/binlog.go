@@ -134,9 +134,11 @@ func isUnknownXID(err error) bool {
 type Log struct {
 	mu sync.Mutex
 	// Where reading stopped: the next event to read is at pos in file
-	// (pos 0: the file's first event).
-	file string
-	pos  int64
+	// (pos 0: the file's first event), unless taken: the event at pos was
+	// read already.
+	file  string
+	pos   int64
+	taken bool
 	// cur is the XA transaction whose events are being read (between its
 	// XA START and XA PREPARE), nil between transactions.
 	cur   *prepared
@@ -158,6 +160,7 @@ type Log struct {
 	// being read, from its table map events.
 	written map[int]map[string]int64
 	tableDB map[string]string
+	open    openEvent
 
 	// tmu guards Tidy's schedule, apart from mu: a reset asking TidyDue
 	// must not wait for a Tidy's reading.
@@ -410,9 +413,18 @@ func (l *Log) readBatchLocked(ctx context.Context, q Querier) (int, string, erro
 			}
 			continue
 		}
+		if l.taken && start == l.pos {
+			l.taken = false
+			continue // read at the end of the last batch
+		}
 		l.event(Pos{File: seq, Offset: start}, kind, info)
-		l.account(seq, end-start, kind, info)
-		l.pos = end
+		l.account(seq, start, end, kind, info)
+		// MariaDB 11.4 and later show End_log_pos 0 for the events inside
+		// a transaction: the next read starts at this one, and skips it.
+		l.pos, l.taken = end, false
+		if end <= start {
+			l.pos, l.taken = start, true
+		}
 	}
 	return n, "", rows.Err()
 }

@@ -182,12 +182,20 @@ func (l *Log) keepWrittenLocked(files []binlogFile) {
 	}
 }
 
-// account counts an event of size bytes in file seq for the database it
-// wrote to. MariaDB and MySQL show a table map event as "table_id: 42
-// (db.table)" and a row event (Write_rows_v1, Update_rows, …) as
-// "table_id: 42 flags: …"; a query event run in a database starts with
-// "use `db`". testdbd's databases have no dot in their names.
-func (l *Log) account(seq int, size int64, kind, info string) {
+// account counts an event of file seq, from start to end, for the
+// database it wrote to. MariaDB and MySQL show a table map event as
+// "table_id: 42 (db.table)" and a row event (Write_rows_v1, Update_rows,
+// …) as "table_id: 42 flags: …"; a query event run in a database starts
+// with "use `db`". testdbd's databases have no dot in their names.
+// MariaDB 11.4 and later show 0 as the end of the events inside a
+// transaction: such an event ends where the next one starts.
+func (l *Log) account(seq int, start, end int64, kind, info string) {
+	if p := l.open; p.db != "" {
+		l.open.db = ""
+		if p.seq == seq && start > p.start {
+			l.add(seq, p.db, start-p.start)
+		}
+	}
 	db := ""
 	switch {
 	case kind == "Table_map":
@@ -206,16 +214,31 @@ func (l *Log) account(seq int, size int64, kind, info string) {
 	if kind == "Gtid" || kind == "Anonymous_Gtid" || info == "BEGIN" {
 		l.tableDB = nil // table ids are the transaction's
 	}
-	if db == "" || size <= 0 {
-		return
+	switch {
+	case db == "":
+	case end > start:
+		l.add(seq, db, end-start)
+	default:
+		l.open = openEvent{seq: seq, start: start, db: db}
 	}
+}
+
+// openEvent is an event whose end is not known yet (see account).
+type openEvent struct {
+	seq   int
+	start int64
+	db    string
+}
+
+// add counts n bytes of file seq for database db.
+func (l *Log) add(seq int, db string, n int64) {
 	if l.written == nil {
 		l.written = map[int]map[string]int64{}
 	}
 	if l.written[seq] == nil {
 		l.written[seq] = map[string]int64{}
 	}
-	l.written[seq][db] += size
+	l.written[seq][db] += n
 }
 
 // tableID reads the id from "table_id: 42 …".
