@@ -23,7 +23,10 @@
 // log shows in a lease's database is that lease's doing.
 //
 // One Log per server reads the log as far as needed (never the same event
-// twice) and Tidy purges it as it grows.
+// twice) and Tidy purges it as it grows. As it reads, it counts the bytes
+// of each database's events in each file (Written): when a server runs
+// short of space, the log's share is blamed on the databases whose writes
+// it holds, never on a lease that only idles.
 package binlog
 
 import (
@@ -131,9 +134,11 @@ func isUnknownXID(err error) bool {
 type Log struct {
 	mu sync.Mutex
 	// Where reading stopped: the next event to read is at pos in file
-	// (pos 0: the file's first event).
-	file string
-	pos  int64
+	// (pos 0: the file's first event), unless taken: the event at pos was
+	// read already.
+	file  string
+	pos   int64
+	taken bool
 	// cur is the XA transaction whose events are being read (between its
 	// XA START and XA PREPARE), nil between transactions.
 	cur   *prepared
@@ -149,12 +154,21 @@ type Log struct {
 	// purged by someone else: what came before is unknown.
 	gap    Pos
 	pruned time.Time // when pruneLocked last looked
+	// written is, by file (its sequence number) and database, the bytes
+	// of the events read in that file that wrote to the database (see
+	// Written); tableDB the database of each table id of the transaction
+	// being read, from its table map events.
+	written map[int]map[string]int64
+	tableDB map[string]string
+	open    openEvent
 
 	// tmu guards Tidy's schedule, apart from mu: a reset asking TidyDue
 	// must not wait for a Tidy's reading.
 	tmu     sync.Mutex
 	tidied  time.Time // when Tidy last ran
 	tidying bool
+	// pmu makes one purge run at a time (Tidy, TidyNow).
+	pmu sync.Mutex
 }
 
 // prepared is one XA transaction as the binary log shows it.
@@ -399,8 +413,18 @@ func (l *Log) readBatchLocked(ctx context.Context, q Querier) (int, string, erro
 			}
 			continue
 		}
+		if l.taken && start == l.pos {
+			l.taken = false
+			continue // read at the end of the last batch
+		}
 		l.event(Pos{File: seq, Offset: start}, kind, info)
-		l.pos = end
+		l.account(seq, start, end, kind, info)
+		// MariaDB 11.4 and later show End_log_pos 0 for the events inside
+		// a transaction: the next read starts at this one, and skips it.
+		l.pos, l.taken = end, false
+		if end <= start {
+			l.pos, l.taken = start, true
+		}
 	}
 	return n, "", rows.Err()
 }
@@ -606,115 +630,6 @@ func tableOf(info string) (string, bool) {
 		return "", false
 	}
 	return info[open+1 : len(info)-1], true
-}
-
-type binlogFile struct {
-	name string
-	size int64
-}
-
-// binlogFiles lists the server's binary log files, oldest first; none when
-// the server runs without a binary log.
-func binlogFiles(ctx context.Context, q Querier) ([]binlogFile, error) {
-	rows, err := q.QueryContext(ctx, "SHOW BINARY LOGS")
-	if err != nil {
-		var me *mysql.MySQLError
-		if errors.As(err, &me) && me.Number == 1381 { // ER_NO_BINARY_LOGGING
-			return nil, nil
-		}
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	vals := make([]sql.RawBytes, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	var files []binlogFile
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		size, _ := strconv.ParseInt(string(vals[1]), 10, 64)
-		files = append(files, binlogFile{name: string(vals[0]), size: size})
-	}
-	return files, rows.Err()
-}
-
-// TidyEvery is how often Tidy looks at the binary log's size, and
-// TidyBytes the size from which it purges it (variables for tests).
-var (
-	TidyEvery       = 10 * time.Second
-	TidyBytes int64 = 8 << 20
-)
-
-// TidyDue reports whether Tidy should run now, and if so marks it running:
-// the caller must then call Tidy, which clears the mark.
-func (l *Log) TidyDue() bool {
-	l.tmu.Lock()
-	defer l.tmu.Unlock()
-	if l.tidying || time.Since(l.tidied) < TidyEvery {
-		return false
-	}
-	l.tidying = true
-	return true
-}
-
-// TidyNow runs Tidy now, however soon after the last one, unless one is
-// running already: for a server short of space.
-func (l *Log) TidyNow(ctx context.Context, q Querier) error {
-	l.tmu.Lock()
-	if l.tidying {
-		l.tmu.Unlock()
-		return nil
-	}
-	l.tidying = true
-	l.tmu.Unlock()
-	return l.Tidy(ctx, q)
-}
-
-// Tidy keeps the binary log small: once its files hold TidyBytes or more,
-// it starts a new file, reads the older ones to their end (so that every
-// transaction prepared in them stays known) and purges them. It runs while
-// resets go on; a RollBackXA waits for the reading.
-func (l *Log) Tidy(ctx context.Context, q Querier) error {
-	defer func() {
-		l.tmu.Lock()
-		l.tidying, l.tidied = false, time.Now()
-		l.tmu.Unlock()
-	}()
-	files, err := binlogFiles(ctx, q)
-	if err != nil || len(files) == 0 {
-		return err
-	}
-	var total int64
-	for _, f := range files {
-		total += f.size
-	}
-	if total < TidyBytes {
-		return nil
-	}
-	if _, err := q.ExecContext(ctx, "FLUSH BINARY LOGS"); err != nil {
-		return fmt.Errorf("start a new binary log file: %w", err)
-	}
-	if files, err = binlogFiles(ctx, q); err != nil || len(files) == 0 {
-		return err
-	}
-	newest := files[len(files)-1].name
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	// Everything before newest is complete now; read it all first.
-	if err := l.readLocked(ctx, q); err != nil {
-		return fmt.Errorf("read the binary log before purging it: %w", err)
-	}
-	if _, err := q.ExecContext(ctx, "PURGE BINARY LOGS TO '"+strings.ReplaceAll(newest, "'", "''")+"'"); err != nil {
-		return fmt.Errorf("purge the binary log: %w", err)
-	}
-	return nil
 }
 
 // shorten cuts a statement for an error or a report.

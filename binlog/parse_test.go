@@ -118,3 +118,66 @@ func TestPurgedByOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestAccount: each event's bytes go to the database it wrote to, as
+// MariaDB 10.11 and MySQL 9.7 show the events; a row event's database is
+// that of the table map event of its transaction with the same table id.
+func TestAccount(t *testing.T) {
+	var l Log
+	at := map[int]int64{}
+	for _, e := range []struct {
+		file int
+		size int64
+		kind string
+		info string
+	}{
+		{1, 38, "Gtid", "BEGIN GTID 0-1-5"},
+		{1, 41, "Table_map", "table_id: 18 (w1.m)"},
+		{1, 60036, "Write_rows_v1", "table_id: 18"},
+		{1, 60036, "Write_rows_v1", "table_id: 18 flags: STMT_END_F"},
+		{1, 67, "Query", "COMMIT"},
+		{1, 79, "Query", "use `w2`; CREATE TABLE t (id INT)"},
+		{1, 79, "Query", "CREATE DATABASE w3"},
+		{2, 38, "Gtid", "BEGIN GTID 0-1-6"},
+		{2, 41, "Table_map", "table_id: 19 (w2.t)"},
+		{2, 41, "Table_map", "table_id: 20 (w1.m)"},
+		{2, 500, "Delete_rows_v1", "table_id: 19 flags: STMT_END_F"},
+		{2, 700, "Update_rows", "table_id: 20 flags: STMT_END_F USE_SQL_FOREIGN_KEY_F"},
+		// A row event whose table map is of another transaction is nobody's.
+		{2, 38, "Anonymous_Gtid", "SET @@SESSION.GTID_NEXT= 'ANONYMOUS'"},
+		{2, 900, "Write_rows", "table_id: 19 flags: STMT_END_F"},
+		// MariaDB 11.8 shows End_log_pos 0 inside a transaction (size < 0
+		// here): the event ends where the next one starts.
+		{3, 38, "Gtid", "BEGIN GTID 0-1-7"},
+		{3, -43, "Table_map", "table_id: 18 (w3.big)"},
+		{3, -1038, "Write_rows_v1", "table_id: 18 flags: STMT_END_F"},
+		{3, 27, "Xid", "COMMIT /* xid=4 */"},
+	} {
+		start, end := at[e.file], at[e.file]+e.size
+		if e.size < 0 {
+			end = 0
+			e.size = -e.size
+		}
+		l.account(e.file, start, end, e.kind, e.info)
+		at[e.file] += e.size
+	}
+	want := map[int]map[string]int64{
+		1: {"w1": 41 + 2*60036, "w2": 79},
+		2: {"w2": 41 + 500, "w1": 41 + 700},
+		3: {"w3": 43 + 1038},
+	}
+	for file, dbs := range want {
+		for db, n := range dbs {
+			if got := l.written[file][db]; got != n {
+				t.Errorf("file %d, database %s: %d bytes, want %d", file, db, got, n)
+			}
+		}
+		if len(l.written[file]) != len(dbs) {
+			t.Errorf("file %d: %v, want %v", file, l.written[file], dbs)
+		}
+	}
+	l.keepWrittenLocked([]binlogFile{{name: "testdbd-bin.000002"}, {name: "testdbd-bin.000003"}})
+	if _, ok := l.written[1]; ok || len(l.written) != 2 {
+		t.Errorf("after file 1 was purged: %v", l.written)
+	}
+}

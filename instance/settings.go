@@ -47,10 +47,6 @@ type setting struct {
 // provider applies (see Hardening), read back.
 func settings(e testdbd.Engine, c Config) []setting {
 	c = c.withDefaults()
-	kv := func(name, value string) setting {
-		return setting{variable: name, flag: "--" + strings.ReplaceAll(name, "_", "-") + "=" + value, want: value}
-	}
-	check := func(name, value string) setting { return setting{variable: name, want: value} }
 	s := []setting{
 		{variable: "log_bin", flag: "--log-bin=" + BinlogName, want: "ON"},
 		kv("sync_binlog", "0"),
@@ -58,6 +54,13 @@ func settings(e testdbd.Engine, c Config) []setting {
 		kv("binlog_checksum", "NONE"),
 		// Only the daemon purges it, after reading it (binlog.Log.Tidy).
 		kv("binlog_expire_logs_seconds", "0"),
+		// Small files, so that the daemon can purge what it has read
+		// while a test goes on writing (see BinlogFileBytes), and a
+		// bound on what one transaction or statement may log (see
+		// TransactionLogBytes).
+		kv("max_binlog_size", strconv.Itoa(BinlogFileBytes)),
+		kv("max_binlog_cache_size", strconv.Itoa(TransactionLogBytes)),
+		kv("max_binlog_stmt_cache_size", strconv.Itoa(TransactionLogBytes)),
 		// Migrations and tests create functions and triggers as accounts
 		// without SUPER, which the binary log refuses otherwise.
 		kv("log_bin_trust_function_creators", "ON"),
@@ -99,6 +102,7 @@ func settings(e testdbd.Engine, c Config) []setting {
 				kv("innodb_flush_method", "fsync"),
 			)
 		}
+		s = append(s, undoSettings(e)...)
 		s = append(s,
 			kv("binlog_format", "ROW"),
 			// The statement text beside each row event: not read, and it
@@ -122,6 +126,12 @@ func settings(e testdbd.Engine, c Config) []setting {
 			// CREATE TABLE + INSERT at most 10% faster on tmpfs (noise
 			// level) for 24 or 56 MB more tmpfs per server.
 			kv("innodb_redo_log_capacity", strconv.Itoa(InnoDBLogFileBytes)),
+			// Undo logs: MySQL keeps them in two undo tablespaces of 16 MB
+			// and truncates one once it outgrows innodb_max_undo_log_size,
+			// 1 GB by default: at 16 MB a test's large transaction gives
+			// its space back once purged (see undoSettings).
+			check("innodb_undo_log_truncate", "ON"),
+			kv("innodb_max_undo_log_size", strconv.Itoa(16<<20)),
 			// A plugin, not a variable: read its status instead.
 			setting{variable: "mysqlx", flag: "--mysqlx=OFF", want: "OFF",
 				read: "(SELECT IF(MAX(PLUGIN_STATUS) = 'ACTIVE', 'ON', 'OFF') FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'mysqlx')"},
@@ -140,6 +150,79 @@ func settings(e testdbd.Engine, c Config) []setting {
 	}
 	return s
 }
+
+// undoSettings returns MariaDB's undo log settings. Undo logs live in the
+// system tablespace (ibdata1) unless undo tablespaces are asked for, and
+// ibdata1 never shrinks: one test that inserted and then deleted 400,000
+// rows (or whose reset deleted them) grew it from 12 to 76 MB for the
+// server's life. In undo tablespaces truncated once one grows past
+// innodb_max_undo_log_size (10 MB, their initial size), the same test
+// leaves ibdata1 at 12 MB, and the undo tablespaces, 43 MB at the delete,
+// back at 10 MB each within seconds of the purge. Three, as MariaDB 11
+// initializes datadirs with (its images' seeds have them, and a server
+// started with another number keeps theirs); 30 MB of tmpfs per server.
+// Datadirs are initialized with them (InitArgs): MariaDB 10.11 also
+// creates them at a start from a datadir that has none, but only after a
+// slow shutdown. Versions before 10.11 are not asked for them (they could
+// not be added to a datadir that has none).
+func undoSettings(e testdbd.Engine) []setting {
+	if !atLeast(e, 10, 11) {
+		return nil
+	}
+	return []setting{
+		kv("innodb_undo_tablespaces", "3"),
+		kv("innodb_undo_log_truncate", "ON"),
+		kv("innodb_max_undo_log_size", strconv.Itoa(10<<20)),
+	}
+}
+
+// kv is a setting asked for on the command line as --name=value.
+func kv(name, value string) setting {
+	return setting{variable: name, flag: "--" + strings.ReplaceAll(name, "_", "-") + "=" + value, want: value}
+}
+
+// check is a setting only read back: the engine's default, or asked for
+// by the provider.
+func check(name, value string) setting { return setting{variable: name, want: value} }
+
+// InitArgs returns the options a datadir of engine e must be initialized
+// with (mariadb-install-db, mysqld --initialize) for the settings to take:
+// MariaDB's undo tablespaces (see undoSettings). A server started from a
+// datadir without them creates them only if the datadir's last shutdown
+// was slow (innodb_fast_shutdown=0), which mariadb-install-db does or not
+// depending on the user it runs as.
+func InitArgs(e testdbd.Engine) []string {
+	var args []string
+	for _, s := range undoSettings(e) {
+		if s.variable == "innodb_undo_tablespaces" {
+			args = append(args, s.flag)
+		}
+	}
+	return args
+}
+
+// BinlogFileBytes is the size at which a server starts a new binary log
+// file (max_binlog_size; 1 GB by default). The daemon reads and purges
+// the log as it grows (binlog.Log.Tidy), but only whole files: with 1 GB
+// files nothing could be purged before a test had written a gigabyte.
+// Starting a new file every 4 MB costs nothing measurable (20,000
+// single-row commits took the server the same CPU time, 0.63 s, with 1 GB,
+// 4 MB and 1 MB files). A transaction is never split: one larger than
+// this makes a file of its own.
+const BinlogFileBytes = 4 << 20
+
+// TransactionLogBytes is the most one transaction (max_binlog_cache_size)
+// or one statement on tables that have no transactions
+// (max_binlog_stmt_cache_size) may write to the binary log; past it the
+// statement fails with error 1197 (or 1705), which names the variable, and
+// a transaction goes on without it. Until its commit a transaction's log
+// is kept in a file in the server's tmpdir, which is on the same tmpfs as
+// the datadir (natively) and counts in no database; at the commit it is
+// copied whole into the binary log. Without a bound one transaction could
+// fill the tmpfs twice over with space the daemon cannot blame on its
+// lease. 128 MB is far more than a test writes in one transaction (a
+// reset writes nothing there: the daemon's sessions stay out of the log).
+const TransactionLogBytes = 128 << 20
 
 // BinlogName is the base name of the binary log files in a server's
 // datadir. The servers keep a binary log although nothing replicates from

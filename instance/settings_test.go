@@ -136,3 +136,30 @@ func TestTableCacheFitsOpenFiles(t *testing.T) {
 		t.Skip("no open-file limit on this machine: the cache is not shrunk")
 	}
 }
+
+// TestSpaceSettings: every engine rotates and bounds its binary log and
+// truncates its undo logs; MariaDB's datadirs are initialized with the
+// undo tablespaces its servers are started with.
+func TestSpaceSettings(t *testing.T) {
+	for _, e := range []testdbd.Engine{mariadb1011, mariadb118, mysql97} {
+		args := strings.Join(Args(e, Config{}), " ")
+		for _, want := range []string{"--max-binlog-size=4194304", "--max-binlog-cache-size=134217728",
+			"--max-binlog-stmt-cache-size=134217728", "--innodb-max-undo-log-size="} {
+			if !strings.Contains(args, want) {
+				t.Errorf("%s: %s missing from %s", e, want, args)
+			}
+		}
+		init := strings.Join(InitArgs(e), " ")
+		if e.Flavor == testdbd.MariaDB {
+			if !strings.Contains(args, "--innodb-undo-tablespaces=3 --innodb-undo-log-truncate=ON") || init != "--innodb-undo-tablespaces=3" {
+				t.Errorf("%s: undo tablespaces not asked for at start (%s) or at initialization (%q)", e, args, init)
+			}
+		} else if init != "" || strings.Contains(args, "undo-tablespaces") {
+			t.Errorf("%s: asks for undo tablespaces (MySQL has two): %s; %q", e, args, init)
+		}
+	}
+	old := testdbd.Engine{Flavor: testdbd.MariaDB, Version: "10.6.18"}
+	if InitArgs(old) != nil || strings.Contains(strings.Join(Args(old, Config{}), " "), "undo") {
+		t.Errorf("MariaDB 10.6 is asked for undo tablespaces it cannot get")
+	}
+}

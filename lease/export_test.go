@@ -16,3 +16,12 @@ func FailClones(fail func(database string) error) {
 	}
 	cloneHook.Store(&fail)
 }
+
+// SetSpaceReserve changes the free space kept on every server
+// (Config.SpaceReserve), to test the reserve against a server's actual
+// free space.
+func (m *Manager) SetSpaceReserve(n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.SpaceReserve = n
+}

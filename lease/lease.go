@@ -538,13 +538,6 @@ func (m *Manager) targetLocked(db *workerDB, user string, s testdbd.Strategy) st
 // lock must be held.
 func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.Target, leaseID, trigger string) (rep testdbd.ResetReport, err error) {
 	rep, base, err := strategies.Reset(ctx, target)
-	if st := db.rep.host; st.binlog != nil && st.binlog.TidyDue() {
-		m.goBackground(func(ctx context.Context) {
-			if err := st.binlog.Tidy(ctx, st.DB); err != nil && !isCanceled(err) && !m.hostDead(st) {
-				m.log.Warn("purge the binary log", "instance", st.ID(), "err", err)
-			}
-		})
-	}
 	m.mu.Lock()
 	db.baseline = base // nil after a failure: the next reset checks everything
 	m.mu.Unlock()

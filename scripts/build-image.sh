@@ -17,6 +17,10 @@ cd "$(dirname "$self")/.."
 image=${1:-${IMAGE:-testdbd/mariadb:10.11-local}}
 # The redo log size of the seed datadir; must equal instance.InnoDBLogFileBytes.
 log_file_size=8388608
+# The undo tablespaces of the seed datadir; must equal instance.InitArgs
+# (a server started from a datadir without them creates them only after a
+# slow shutdown).
+undo_tablespaces=3
 
 if ! command -v docker >/dev/null 2>&1 || ! docker info >/dev/null 2>&1; then
   echo "build-image: no Docker engine reachable: skipping $image (the Docker provider's tests will skip)" >&2
@@ -90,7 +94,8 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 if ! "${host_opt[@]}" mariadb-install-db --no-defaults --datadir="$root/testdbd/seed" "${user_opt[@]}" \
   --auth-root-authentication-method=socket --auth-root-socket-user=root \
-  --skip-test-db --force --innodb-log-file-size="$log_file_size" >"$work/install.log" 2>&1; then
+  --skip-test-db --force --innodb-log-file-size="$log_file_size" \
+  --innodb-undo-tablespaces="$undo_tablespaces" >"$work/install.log" 2>&1; then
   cat "$work/install.log" >&2
   echo "build-image: mariadb-install-db failed" >&2
   exit 1

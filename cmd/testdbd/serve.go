@@ -127,7 +127,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.MaxBuilds, "max-builds", lease.DefaultMaxBuilds, "template builds run at once; others wait")
 	cfg.LeaseSpace = lease.DefaultLeaseSpace
 	fs.Var(&cfg.LeaseSpace, "lease-space", "most space a leased database's data files may take; a lease past it fails alone and its database is dropped")
-	fs.Var(&cfg.SpaceReserve, "space-reserve", "free space kept on every server's datadir: below it the lease with the largest database fails (0: a tenth of the datadir's size)")
+	fs.Var(&cfg.SpaceReserve, "space-reserve", "free space kept on every server's datadir: below it the binary log is purged, then the lease that takes the most space (its files and its writes in the binary log) fails (0: a tenth of the datadir's size)")
 	fs.StringVar(&cfg.MigrationsRoot, "migrations-root", "", "the directory a request's migrations_dir must lie in (default: the working directory; / allows any path the daemon can read)")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")

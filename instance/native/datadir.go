@@ -324,7 +324,8 @@ func removeScratch(dir string) error {
 // of the run base (a tmpfs mount as root) and then copied into the cache.
 // Every server starts from a copy.
 func (p *Provider) initPristine(ctx context.Context) (string, error) {
-	opts := []string{p.binary, p.engine.String(), strconv.Itoa(instance.InnoDBLogFileBytes), currentUser(), p.userName, "v2"}
+	initArgs := instance.InitArgs(p.engine)
+	opts := append([]string{p.binary, p.engine.String(), strconv.Itoa(instance.InnoDBLogFileBytes), currentUser(), p.userName, "v2"}, initArgs...)
 	sum := sha256.Sum256([]byte(strings.Join(opts, "\x00")))
 	cache := p.cfg.PristineDir
 	if cache == "" {
@@ -382,6 +383,7 @@ func (p *Provider) initPristine(ctx context.Context) (string, error) {
 		if base := baseDir(p.binary); base != "" {
 			args = append(args, "--basedir="+base)
 		}
+		args = append(args, initArgs...)
 		cmd = exec.CommandContext(ctx, installDB, args...)
 	default:
 		cmd = exec.CommandContext(ctx, p.binary, "--no-defaults", "--initialize-insecure", "--datadir="+data,
