@@ -372,7 +372,7 @@ func leaseConfig(cfg *serveConfig, d *daemon, reg prometheus.Registerer, log *sl
 		LeaseConnections: cfg.LeaseConns, MaxLeaseConnections: cfg.MaxLeaseConns,
 		BuildTimeout: cfg.BuildTimeout, MaxBuildTimeout: cfg.MaxBuildTimeout, MaxBuilds: cfg.MaxBuilds,
 		MigrationsRoot: cfg.MigrationsRoot, LeaseSpace: int64(cfg.LeaseSpace), SpaceReserve: int64(cfg.SpaceReserve),
-		CacheDir: cacheDir(cfg), CacheBytes: int64(cfg.CacheSize),
+		CacheDir: cacheDir(cfg), CacheBytes: int64(cfg.CacheSize), LeaseRecord: filepath.Join(cfg.StateDir, "leases"),
 		Registerer: reg, Logger: log,
 	}
 }
