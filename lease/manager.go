@@ -124,8 +124,11 @@ type Manager struct {
 	leases    map[string]*lease      // active leases by id
 	ended     map[string]*lease      // recently ended leases, for clear errors
 	endedFIFO []string
-	lost      map[string]lostLease // leases of the daemon before a restart (record.go)
-	record    *leaseRecord         // nil without Config.LeaseRecord
+	// lost are the leases of the daemon before a restart, record the
+	// lease record (nil without Config.LeaseRecord): record.go.
+	lost   map[string]lostLease
+	record *leaseRecord
+
 	dbTotal   int // worker databases, all states
 	seq       int64
 	starting  map[*instance.Fleet]int // servers being started by the filler, by fleet
