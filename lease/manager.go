@@ -124,17 +124,16 @@ type Manager struct {
 	leases    map[string]*lease      // active leases by id
 	ended     map[string]*lease      // recently ended leases, for clear errors
 	endedFIFO []string
-	// lost are the leases of the daemon before a restart, record the
-	// lease record (nil without Config.LeaseRecord): record.go.
-	lost   map[string]lostLease
-	record *leaseRecord
-
 	dbTotal   int // worker databases, all states
 	seq       int64
 	starting  map[*instance.Fleet]int // servers being started by the filler, by fleet
 	fleets    []*instance.Fleet       // Config.Fleet, then Config.Fleets
 	jobs      int                     // background creations running
 	builds    int                     // first builds of templates started
+	// lost are the leases of the daemon before a restart, record the
+	// lease record (nil without Config.LeaseRecord): record.go.
+	lost   map[string]lostLease
+	record *leaseRecord
 }
 
 // New returns a manager; Open starts its background work.
