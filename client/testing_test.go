@@ -270,7 +270,10 @@ func TestLeaseEndedBeforeTheTest(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			for name, call := range map[string]func() error{
-				"ResetLease": func() error { _, err := c.ResetLease(context.Background(), l.ID, client.StrategyUnspecified); return err },
+				"ResetLease": func() error {
+					_, err := c.ResetLease(context.Background(), l.ID, client.StrategyUnspecified)
+					return err
+				},
 				"RenewLease": func() error { _, err := c.RenewLease(context.Background(), l.ID, 0); return err },
 			} {
 				if err := call(); err == nil || !strings.Contains(err.Error(), "after its TTL of 1s") || !strings.Contains(err.Error(), "acquire a new lease") {
