@@ -276,7 +276,7 @@ func apiConfigOf(cfg serveConfig, log *slog.Logger) (server.Config, error) {
 		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Logger: log,
 		Insecure: cfg.Insecure, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, UploadMemory: int64(cfg.UploadMemory),
 	}
-	if cfg.UploadMemory < server.MaxRequestBytes {
+	if cfg.UploadMemory != 0 && cfg.UploadMemory < server.MaxRequestBytes { // 0: the default
 		return server.Config{}, fmt.Errorf("--upload-memory=%dM is less than the largest request (%d MiB): give at least %dM", int64(cfg.UploadMemory)>>20, server.MaxRequestBytes>>20, server.MaxRequestBytes>>20)
 	}
 	if err := apiConfig.Check(); err != nil {
