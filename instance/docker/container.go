@@ -282,9 +282,9 @@ func (s *Container) memory(ctx context.Context) int64 {
 }
 
 // watch waits for the container to stop running and records it in its
-// lifecycle with why: exit status and last log lines. If the engine cannot
-// be asked (it restarts, say), it polls. A watch canceled by Stop records
-// the exit too.
+// lifecycle with why: how it ended and its log lines about that. If the
+// engine cannot be asked (it restarts, say), it polls. A watch canceled
+// by Stop records the exit too.
 func (s *Container) watch(ctx context.Context) {
 	defer s.p.wg.Done()
 	defer s.life.Exited(func() error { return nil })
