@@ -113,21 +113,38 @@ func TestLease(tb testing.TB, opts TestOptions) *Lease {
 	if err != nil {
 		tb.Fatalf("testdbd: lease a database of template %s: %v", opts.Template, err)
 	}
-	tb.Cleanup(func() {
-		if tb.Failed() && !opts.ReleaseFailed && keptFailed.Add(1) <= maxKeptFailed {
+	tb.Cleanup(func() { endTestLease(tb, c, l, opts.ReleaseFailed) })
+	return l
+}
+
+// endTestLease releases a test's lease when the test ends, or keeps a
+// failed test's database. A lease that testdbd ended before the test did
+// (its TTL ran out, it outgrew its space, its server died) fails the test
+// with the reason, which explains the errors its connections got ("lost
+// connection", "access denied").
+func endTestLease(tb testing.TB, c *Client, l *Lease, releaseFailed bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if tb.Failed() && !releaseFailed {
+		if now, err := c.GetLease(ctx, l.ID); err == nil && now.State != "active" {
+			tb.Errorf("testdbd: lease %s (database %s) ended before the test did: %s", l.ID, l.Database, now.EndedReason)
+			return
+		}
+		if keptFailed.Add(1) <= maxKeptFailed {
 			tb.Logf("testdbd: the test failed, so its database is kept as it was until %s:\n"+
 				"  mariadb -h %s -P %d -u %s -p%s %s\n"+
 				"  give it back sooner with: testdbd release %s",
 				l.ExpiresAt.Local().Format(time.TimeOnly), l.Host, l.Port, l.User, l.Password, l.Database, l.ID)
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := c.ReleaseLease(ctx, l.ID); err != nil {
-			tb.Errorf("testdbd: release lease %s: %v", l.ID, err)
-		}
-	})
-	return l
+	}
+	now, err := c.ReleaseLease(ctx, l.ID)
+	switch {
+	case err != nil:
+		tb.Errorf("testdbd: release lease %s: %v", l.ID, err)
+	case now.State != "released" || now.EndedReason != "" && !strings.HasPrefix(now.EndedReason, "released"):
+		tb.Errorf("testdbd: lease %s (database %s) ended before the test did: %s", l.ID, l.Database, now.EndedReason)
+	}
 }
 
 // TestDB returns a *sql.DB for the test's own database: a lease of

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/testdbd/testdbd/client"
 )
@@ -236,4 +237,57 @@ func autoIncrement(t *testing.T, db *sql.DB, table string) int64 {
 		t.Fatal(err)
 	}
 	return next.Int64
+}
+
+// TestLeaseEndedBeforeTheTest: when testdbd ends a test's lease before the
+// test ends (here its TTL runs out), the errors of the client's calls on
+// it and the test's cleanup say why and what to do, whether the test
+// failed (its database is not "kept" then: it is gone) or not.
+func TestLeaseEndedBeforeTheTest(t *testing.T) {
+	for _, failed := range []bool{false, true} {
+		t.Run(fmt.Sprint("failed=", failed), func(t *testing.T) {
+			rec := &recTB{TB: t}
+			opts := helperOptions("helper")
+			opts.Worker = fmt.Sprint("ended-", failed)
+			opts.TTL = time.Second
+			l := client.TestLease(rec, opts)
+			c := newClient(t)
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				now, err := c.GetLease(context.Background(), l.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if now.State == "expired" {
+					if !strings.Contains(now.EndedReason, "after its TTL of 1s") || !strings.Contains(now.EndedReason, "acquire a new lease") {
+						t.Errorf("GetLease: ended_reason %q", now.EndedReason)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("a lease of 1 s is %s after 30 s", now.State)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for name, call := range map[string]func() error{
+				"ResetLease": func() error {
+					_, err := c.ResetLease(context.Background(), l.ID, client.StrategyUnspecified)
+					return err
+				},
+				"RenewLease": func() error { _, err := c.RenewLease(context.Background(), l.ID, 0); return err },
+			} {
+				if err := call(); err == nil || !strings.Contains(err.Error(), "after its TTL of 1s") || !strings.Contains(err.Error(), "acquire a new lease") {
+					t.Errorf("%s of the expired lease: %v", name, err)
+				}
+			}
+			rec.failed = failed
+			rec.runCleanups(-1)
+			if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "ended before the test did: expired at") || !strings.Contains(rec.errs[0], "TTL") {
+				t.Errorf("the test's errors %q, want one saying the lease expired", rec.errs)
+			}
+			if len(rec.logs) != 0 {
+				t.Errorf("logs %q: a database that is gone is not kept", rec.logs)
+			}
+		})
+	}
 }

@@ -373,6 +373,16 @@ func TestDashboard(t *testing.T) {
 	d.mustCall(200, "DELETE", "/v1/leases/"+gone.ID, "", nil)
 	waitJS(t, ctx, "the released lease's row is gone", fmt.Sprintf(`!document.querySelector('#leases tr[data-key=%s]')`, js(gone.ID)))
 
+	// A lease that testdbd ends (its TTL runs out) leaves the list for the
+	// ended ones, with why; one released by its holder does not.
+	var short leaseJSON
+	d.mustCall(200, "POST", "/v1/leases", `{"template":"billing","strategy":"STRATEGY_SNAPSHOT","ttl_seconds":4,"wait_timeout_ms":60000}`, &short)
+	waitText(t, ctx, "#leases", short.ID)
+	waitText(t, ctx, "#ended", short.ID, "expired", "after its TTL of 4s", "acquire a new lease")
+	if got := text(t, ctx, "#ended"); strings.Contains(got, gone.ID) {
+		t.Errorf("the lease its holder released is listed as ended by testdbd: %q", got)
+	}
+
 	// Release from the page: cancel first, then confirm.
 	l := f.leases["gw3"]
 	row := fmt.Sprintf(`#leases tr[data-key=%s]`, js(l.ID))
@@ -409,6 +419,7 @@ func TestDashboard(t *testing.T) {
 	})
 	waitJS(t, ctx, "its card is gone", `!document.querySelector('#templates article[data-key="billing"]')`)
 	waitJS(t, ctx, "its lease's row is gone", fmt.Sprintf(`!document.querySelector('#leases tr[data-key=%s]')`, js(f.leases["ci-7"].ID)))
+	waitText(t, ctx, "#ended", f.leases["ci-7"].ID, "template billing was deleted")
 	noProblems(t, ctx)
 }
 

@@ -413,6 +413,7 @@ func fillSpace(t *testing.T, p testenv.Provider, cfg lease.Config, match string)
 	if err == nil || !strings.Contains(err.Error(), match) {
 		t.Errorf("the failed lease's error does not name the limit (%s): %v", match, err)
 	}
+	saysWhy(t, e.m, x.ID, lease.LeaseFailed, match, "was dropped")
 	// The other lease works, and so does the server.
 	mustExec(t, ydb, "INSERT INTO users (email, name) VALUES ('still@x', 'fine')")
 	if _, err := e.m.Reset(context.Background(), y.ID, testdbd.StrategyUnspecified); err != nil {

@@ -15,8 +15,10 @@
 // them), capacity.go (the memory budget), space.go (the per-lease and
 // per-server space limits), health.go (templates whose databases cannot
 // be made, and their backoff), engines.go (several engines per daemon),
-// external.go (templates built by a migrator of the caller's), types.go
-// (the requests and descriptions the API exchanges).
+// external.go (templates built by a migrator of the caller's), record.go
+// (the ids of the live leases, kept in the state directory so that a
+// restarted daemon can say what became of them), types.go (the requests
+// and descriptions the API exchanges).
 //
 // It is larger than the other packages on purpose: pools, leases and
 // capacity share one lock (Manager.mu), so that "no database is held by

@@ -242,7 +242,7 @@ func (m *Manager) capConnections(ctx context.Context, l *lease) error {
 	err := accounts.SetMaxConnections(ctx, l.db.rep.host.DB, l.user, l.maxConns)
 	if err != nil {
 		m.mu.Lock()
-		m.endLeaseLocked(l, LeaseReleased, "its connection cap could not be set")
+		m.endLeaseLocked(l, LeaseReleased, "its connection cap could not be set: "+err.Error())
 		m.mu.Unlock()
 	}
 	return err
@@ -305,6 +305,7 @@ func (m *Manager) newLeaseLocked(t *template, db *workerDB, worker string, s tes
 		db.lastWorker = worker
 	}
 	m.leases[l.id] = l
+	m.recordLocked("+", l.id)
 	id := l.id
 	l.timer = time.AfterFunc(ttl, func() { m.expire(id) })
 	m.poolChangedLocked(t)
@@ -320,6 +321,9 @@ func (m *Manager) Get(id string) (LeaseInfo, error) {
 	}
 	if l := m.ended[id]; l != nil {
 		return m.leaseInfoLocked(l), nil
+	}
+	if l, ok := m.lost[id]; ok {
+		return l.info(id), nil
 	}
 	return LeaseInfo{}, notFoundLease(id)
 }
@@ -421,9 +425,12 @@ func (m *Manager) Release(id string) (LeaseInfo, error) {
 		if e := m.ended[id]; e != nil {
 			return m.leaseInfoLocked(e), nil
 		}
+		if l, ok := m.lost[id]; ok {
+			return l.info(id), nil
+		}
 		return LeaseInfo{}, notFoundLease(id)
 	}
-	m.endLeaseLocked(l, LeaseReleased, "released")
+	m.endLeaseLocked(l, LeaseReleased, "released at "+time.Now().UTC().Format(time.RFC3339))
 	return m.leaseInfoLocked(l), nil
 }
 
@@ -454,6 +461,7 @@ func (m *Manager) endLeaseLocked(l *lease, state, why string) {
 		l.timer.Stop()
 	}
 	delete(m.leases, l.id)
+	m.recordLocked("-", l.id)
 	m.ended[l.id] = l
 	m.endedFIFO = append(m.endedFIFO, l.id)
 	if len(m.endedFIFO) > maxEnded {
@@ -580,17 +588,34 @@ func (m *Manager) activeLocked(id string) (*lease, error) {
 	if l := m.ended[id]; l != nil {
 		return nil, m.endedError(l)
 	}
+	if l, ok := m.lost[id]; ok {
+		return nil, l.err(id)
+	}
 	return nil, notFoundLease(id)
 }
 
 func (m *Manager) endedError(l *lease) error {
 	switch l.state {
 	case LeaseExpired:
-		return testdbd.Errorf(testdbd.EConflict, "lease %s %s; its credentials no longer work: acquire a new lease (and renew before the TTL runs out)", l.id, l.why)
+		return testdbd.Errorf(testdbd.EConflict, "lease %s %s", l.id, endedReason(l))
 	case LeaseFailed:
-		return testdbd.Errorf(testdbd.EUnavailable, "lease %s ended: %s; acquire a new lease", l.id, l.why)
+		return testdbd.Errorf(testdbd.EUnavailable, "lease %s ended: %s", l.id, endedReason(l))
 	}
-	return testdbd.Errorf(testdbd.EConflict, "lease %s was %s; acquire a new lease", l.id, l.why)
+	return testdbd.Errorf(testdbd.EConflict, "lease %s ended: %s", l.id, endedReason(l))
+}
+
+// endedReason says why an ended lease ended and what to do; "" for an
+// active one.
+func endedReason(l *lease) string {
+	switch l.state {
+	case LeaseActive:
+		return ""
+	case LeaseExpired:
+		return l.why + "; its credentials no longer work: acquire a new lease, and renew before the TTL runs out (or ask for a longer TTL)"
+	case LeaseFailed:
+		return l.why + "; its credentials no longer work: acquire a new lease"
+	}
+	return l.why + "; acquire a new lease"
 }
 
 func notFoundLease(id string) error {
@@ -609,6 +634,6 @@ func (m *Manager) leaseInfoLocked(l *lease) LeaseInfo {
 		Database: l.db.name, Host: host, Port: port, User: l.user, Password: l.password,
 		DSN: cfg.FormatDSN(), URL: u.String(), InstanceID: l.db.rep.host.ID(), State: l.state,
 		AcquiredAt: l.acquired, ExpiresAt: l.expires, TTL: l.ttl, Waited: l.waited, Resets: l.resets,
-		MaxConnections: l.maxConns, EndedReason: l.why, KeepAutoIncrement: l.keepAI,
+		MaxConnections: l.maxConns, EndedReason: endedReason(l), KeepAutoIncrement: l.keepAI,
 	}
 }

@@ -92,6 +92,9 @@ type Config struct {
 	// means no cache. CacheBytes caps it (0: no cap).
 	CacheDir   string
 	CacheBytes int64
+	// LeaseRecord is the file that keeps the ids of the live leases across
+	// restarts (record.go), in the state directory; empty means none.
+	LeaseRecord string
 }
 
 // Manager owns templates, worker databases and leases. It is safe for
@@ -127,6 +130,10 @@ type Manager struct {
 	fleets    []*instance.Fleet       // Config.Fleet, then Config.Fleets
 	jobs      int                     // background creations running
 	builds    int                     // first builds of templates started
+	// lost are the leases of the daemon before a restart, record the
+	// lease record (nil without Config.LeaseRecord): record.go.
+	lost   map[string]lostLease
+	record *leaseRecord
 }
 
 // New returns a manager; Open starts its background work.
@@ -165,7 +172,7 @@ func New(cfg Config) *Manager {
 		starting: map[*instance.Fleet]int{}, stats: stats.New(cfg.Registerer),
 		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), buildSlots: make(chan struct{}, cfg.MaxBuilds),
 		templates: map[string][]*template{}, hosts: map[string]*host{},
-		leases: map[string]*lease{}, ended: map[string]*lease{},
+		leases: map[string]*lease{}, ended: map[string]*lease{}, lost: map[string]lostLease{},
 	}
 }
 
@@ -178,6 +185,7 @@ func positive[T int | int64 | time.Duration](v *T, def T) {
 
 // Open adopts the fleet's running servers and starts the pool filler.
 func (m *Manager) Open() {
+	m.openRecord()
 	for _, s := range m.members() {
 		m.adopt(s)
 	}
@@ -203,6 +211,10 @@ func (m *Manager) Close(ctx context.Context) error {
 		}
 		t.waiters = nil
 	}
+	if err := m.record.close(time.Now()); err != nil {
+		m.log.Warn("lease record", "err", err)
+	}
+	m.record = nil
 	m.mu.Unlock()
 	m.bgMu.Lock()
 	m.bgClosed = true

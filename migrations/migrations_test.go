@@ -337,6 +337,37 @@ func TestLoadDir(t *testing.T) {
 	}
 }
 
+// TestLoadDirHidesPathsOutsideRoot: the error for a migrations_dir
+// outside --migrations-root is the same whether the path exists or not
+// (through a symbolic link in the root too), so that a caller cannot probe
+// the daemon's host for paths.
+func TestLoadDirHidesPathsOutsideRoot(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	os.Mkdir(filepath.Join(outside, "exists"), 0o755)
+	os.WriteFile(filepath.Join(outside, "file"), []byte("x"), 0o644)
+	os.Symlink(filepath.Join(outside, "exists"), filepath.Join(root, "to-existing"))
+	os.Symlink(filepath.Join(outside, "missing"), filepath.Join(root, "to-missing"))
+	message := func(path string) string {
+		_, err := migrations.LoadDir(path, root)
+		if testdbd.ErrorCode(err) != testdbd.EInvalid {
+			t.Fatalf("%s: %v, want EInvalid", path, err)
+		}
+		return strings.ReplaceAll(err.Error(), path, "PATH")
+	}
+	want := message(filepath.Join(outside, "missing"))
+	for _, path := range []string{
+		filepath.Join(outside, "exists"), filepath.Join(outside, "file"), outside, "/etc",
+		filepath.Join(outside, "missing", "deeper"), filepath.Join(root, "to-existing"), filepath.Join(root, "to-missing"),
+	} {
+		if got := message(path); got != want {
+			t.Errorf("migrations_dir %s outside the root:\n%s\nbut a missing one:\n%s", path, got, want)
+		}
+	}
+	if !strings.Contains(want, "--migrations-root") {
+		t.Errorf("the error names no flag: %s", want)
+	}
+}
+
 func TestHash(t *testing.T) {
 	e := testdbd.Engine{Flavor: testdbd.MariaDB, Version: "10.11.19"}
 	base := migrations.Source{Files: []migrations.File{{Name: "00001_a.sql", Content: []byte("x")}}, Seed: "s"}

@@ -48,22 +48,25 @@ type Source struct {
 // fails with EInvalid when the directory does not exist or holds no
 // migrations, or a limit is exceeded.
 func LoadDir(dir, root string) ([]File, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, testdbd.Errorf(testdbd.EInvalid,
-			"migrations_dir %q: %v (the path is read on the daemon's host; upload the files in \"migrations\" for a remote daemon)", dir, err)
-	}
-	if !st.IsDir() {
-		return nil, testdbd.Errorf(testdbd.EInvalid, "migrations_dir %q is not a directory", dir)
-	}
 	realRoot, err := realPath(root)
 	if err != nil {
 		return nil, fmt.Errorf("migrations root %q: %w", root, err)
 	}
+	// Whether the path exists is said only within the root: a path that
+	// is missing and one outside the root (or leading out of it through a
+	// symbolic link) get the same error, so that no caller can learn
+	// which paths exist elsewhere on the daemon's host.
 	if real, err := realPath(dir); err != nil || !within(real, realRoot) {
 		return nil, testdbd.Errorf(testdbd.EInvalid,
-			"migrations_dir %q is outside %s, the directory this daemon reads migrations from (its --migrations-root): upload the files instead (\"migrations\"), or start the daemon with a --migrations-root that holds them",
+			"migrations_dir %q does not exist or is outside %s, the directory this daemon reads migrations from (its --migrations-root): the path is read on the daemon's host; upload the files in \"migrations\" for a remote daemon, give a directory within the root, or start the daemon with a --migrations-root that holds them",
 			dir, realRoot)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, testdbd.Errorf(testdbd.EInvalid, "migrations_dir %q: %v", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, testdbd.Errorf(testdbd.EInvalid, "migrations_dir %q is not a directory", dir)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -8,10 +8,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // The limits on REST request bodies. A body is read whole before the API
@@ -21,11 +21,10 @@ const (
 	// MaxRequestBytes caps a request body (uploaded migrations and seeds
 	// included), on REST and gRPC.
 	MaxRequestBytes = 64 << 20
-	// LargeBodyBytes is the size from which a body counts as a large upload.
+	// LargeBodyBytes is the size from which a body counts as a large
+	// upload: it takes its size from the upload budget (budget.go) before
+	// it is read.
 	LargeBodyBytes = 1 << 20
-	// DefaultMaxLargeBodies is how many requests with large bodies are served
-	// at once; others wait their turn before their body is read.
-	DefaultMaxLargeBodies = 4
 	// DefaultBodyIdleTimeout is how long reading a body may go without
 	// receiving a byte before the request is answered 408.
 	DefaultBodyIdleTimeout = 10 * time.Second
@@ -33,24 +32,20 @@ const (
 
 // bodyReader reads REST request bodies within the limits above.
 type bodyReader struct {
-	idle    time.Duration
-	large   chan struct{} // a slot per large body being served
-	waiting atomic.Int32  // requests waiting for a slot
+	idle   time.Duration
+	budget *uploadBudget
 }
 
-func newBodyReader(idle time.Duration, maxLarge int) *bodyReader {
+func newBodyReader(idle time.Duration, budget *uploadBudget) *bodyReader {
 	if idle <= 0 {
 		idle = DefaultBodyIdleTimeout
 	}
-	if maxLarge <= 0 {
-		maxLarge = DefaultMaxLargeBodies
-	}
-	return &bodyReader{idle: idle, large: make(chan struct{}, maxLarge)}
+	return &bodyReader{idle: idle, budget: budget}
 }
 
-// wrap reads the whole body of each request (holding a large-upload slot
-// for the request's duration when it is large) and hands next a request
-// whose body is in memory.
+// wrap reads the whole body of each request (a large one within the
+// upload budget, which it holds until the request is answered) and hands
+// next a request whose body is in memory.
 func (b *bodyReader) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
@@ -61,27 +56,24 @@ func (b *bodyReader) wrap(next http.Handler) http.Handler {
 			tooLarge(w)
 			return
 		}
-		var slot bool
-		defer func() {
-			if slot {
-				<-b.large
+		var held int64
+		defer func() { b.budget.release(held) }()
+		take := func(n int64) bool {
+			if err := b.budget.acquire(r.Context(), n); err != nil {
+				if st, ok := status.FromError(err); ok && st.Code() == codes.ResourceExhausted {
+					writeStatus(w, http.StatusTooManyRequests, codes.ResourceExhausted, st.Message())
+				}
+				return false // or the client is gone
 			}
-		}()
-		take := func() bool {
-			b.waiting.Add(1)
-			defer b.waiting.Add(-1)
-			select {
-			case b.large <- struct{}{}:
-				slot = true
-				return true
-			case <-r.Context().Done():
-				return false
-			}
+			held = n
+			return true
 		}
-		if r.ContentLength > LargeBodyBytes && !take() {
-			return // the client is gone
+		if r.ContentLength > LargeBodyBytes && !take(r.ContentLength) {
+			return
 		}
-		body, err := b.read(w, r, func() bool { return slot || take() })
+		// A body of unknown length takes the most a body may be once it
+		// passes LargeBodyBytes, and keeps its size once it is read.
+		body, err := b.read(w, r, func() bool { return held > 0 || take(MaxRequestBytes) })
 		switch {
 		case errors.Is(err, errTooLarge):
 			tooLarge(w)
@@ -98,21 +90,49 @@ func (b *bodyReader) wrap(next http.Handler) http.Handler {
 			writeStatus(w, http.StatusBadRequest, codes.InvalidArgument, "reading the request body: "+err.Error())
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		if held > int64(len(body)) {
+			b.budget.release(held - int64(len(body)))
+			held = int64(len(body))
+		}
+		r.Body = &memBody{b: body}
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
 }
 
+// memBody is a request body read into memory. It lets go of the bytes
+// once they are read (the decoder takes them whole, see restJSON), so that
+// they can be collected while a long call (a template's build) runs.
+type memBody struct{ b []byte }
+
+func (m *memBody) Read(p []byte) (int, error) {
+	if len(m.b) == 0 {
+		m.b = nil
+		return 0, io.EOF
+	}
+	n := copy(p, m.b)
+	m.b = m.b[n:]
+	return n, nil
+}
+
+// take returns the unread bytes and lets go of them.
+func (m *memBody) take() []byte {
+	b := m.b
+	m.b = nil
+	return b
+}
+
+func (m *memBody) Close() error { return nil }
+
 var (
 	errTooLarge = errors.New("request body too large")
-	errGone     = errors.New("the client went away while waiting for a large-upload slot")
+	errGone     = errors.New("the client went away while waiting for the upload budget")
 )
 
 // read reads r's body with a deadline renewed before every read, so that a
 // body that keeps arriving is read however long it takes, but one that
 // stops is cut off after b.idle. Once the body grows past LargeBodyBytes it
-// calls large, which waits for a slot.
+// calls large, which waits for the upload budget.
 func (b *bodyReader) read(w http.ResponseWriter, r *http.Request, large func() bool) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	deadlines := true

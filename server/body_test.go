@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// TestLargeBodiesWaitForASlot: with one slot, a second large upload waits
-// until the first request is done, and small ones never wait.
+// TestLargeBodiesWaitForASlot: with a budget for one large upload, a
+// second waits until the first request is done, and small ones never wait.
 func TestLargeBodiesWaitForASlot(t *testing.T) {
-	b := newBodyReader(time.Minute, 1)
+	b := newBodyReader(time.Minute, newUploadBudget(LargeBodyBytes+1))
 	release := make(chan struct{})
 	var once sync.Once
 	defer once.Do(func() { close(release) })
@@ -44,7 +44,7 @@ func TestLargeBodiesWaitForASlot(t *testing.T) {
 		t.Fatalf("entered %s", got)
 	}
 	go send("/second", large)
-	for b.waiting.Load() != 1 { // the second upload waits for the slot
+	for b.budget.wait.Load() != 1 { // the second upload waits for the slot
 		time.Sleep(time.Millisecond)
 	}
 	send("/small", "tiny") // not held back

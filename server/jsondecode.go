@@ -28,12 +28,22 @@ func (j *restJSON) NewDecoder(r io.Reader) runtime.Decoder {
 		if !ok {
 			return j.JSONPb.NewDecoder(r).Decode(v)
 		}
-		data, err := io.ReadAll(r)
-		if err != nil {
-			return err
+		var data []byte
+		if mb, ok := r.(*memBody); ok {
+			data = mb.take() // the body read by bodyReader, without a copy
+		} else {
+			var err error
+			if data, err = io.ReadAll(r); err != nil {
+				return err
+			}
 		}
 		if readPlanOf(m.ProtoReflect().Descriptor()).read(data, m.ProtoReflect()) {
 			return nil
+		}
+		if len(data) > LargeBodyBytes {
+			// An upload: straight to protojson, without the copies the
+			// gateway's decoder makes (a buffer, then a json.RawMessage).
+			return j.JSONPb.UnmarshalOptions.Unmarshal(data, m)
 		}
 		return j.JSONPb.NewDecoder(bytes.NewReader(data)).Decode(v)
 	})

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	"github.com/testdbd/testdbd/api/openapi"
 	testdbv1 "github.com/testdbd/testdbd/api/testdb/v1"
@@ -45,11 +46,11 @@ type Config struct {
 	// set, REST is served as HTTPS and gRPC with TLS, on the same addresses.
 	TLSCert, TLSKey string
 	// BodyIdleTimeout is how long reading a REST request body may go without
-	// a byte (0: DefaultBodyIdleTimeout); MaxLargeBodies is how many requests
-	// with bodies over LargeBodyBytes are served at once (0:
-	// DefaultMaxLargeBodies).
+	// a byte (0: DefaultBodyIdleTimeout); UploadMemory is how many bytes of
+	// large requests (uploaded migrations) are held at once, REST and gRPC
+	// together (0: DefaultUploadMemory; see budget.go).
 	BodyIdleTimeout time.Duration
-	MaxLargeBodies  int
+	UploadMemory    int64
 	Registry        *prometheus.Registry // served at /metrics; nil means none
 	Logger          *slog.Logger
 }
@@ -64,6 +65,7 @@ type API struct {
 	http   *http.Server
 	gl, hl net.Listener
 	tls    bool // serving with TLS
+	budget *uploadBudget
 	wg     sync.WaitGroup
 }
 
@@ -95,9 +97,13 @@ func (s *API) Open(ctx context.Context) error {
 		return err
 	}
 
+	s.budget = newUploadBudget(s.cfg.UploadMemory)
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
-		grpc.ChainUnaryInterceptor(s.unaryAuth),
+		grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
+			return s.budget.tap(ctx, info, s.authorized)
+		}),
+		grpc.ChainUnaryInterceptor(s.unaryAuth, s.budget.unary),
 		grpc.ChainStreamInterceptor(s.streamAuth),
 	}
 	if tlsConfig != nil {
@@ -140,7 +146,7 @@ func (s *API) Open(ctx context.Context) error {
 	mux.Handle("GET /{$}", dashboard.Handler()) // the web dashboard; API paths stay with the gateway
 	mux.Handle("GET /ui/", dashboard.Handler())
 	s.http = &http.Server{
-		Handler:           s.httpAuth(newBodyReader(s.cfg.BodyIdleTimeout, s.cfg.MaxLargeBodies).wrap(mux)),
+		Handler:           s.httpAuth(newBodyReader(s.cfg.BodyIdleTimeout, s.budget).wrap(mux)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 	}

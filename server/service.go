@@ -36,6 +36,7 @@ func (s *Service) EnsureTemplate(ctx context.Context, req *testdbv1.EnsureTempla
 	files := make([]migrations.File, len(req.Migrations))
 	for i, f := range req.Migrations {
 		files[i] = migrations.File{Name: f.Name, Content: []byte(f.Content)}
+		f.Content = "" // the request's copy can be collected while the build runs
 	}
 	info, err := s.Manager.EnsureTemplate(ctx, templates.Request{
 		Name: req.Name, MigrationsDir: req.MigrationsDir, Files: files, Seed: req.SeedSql,

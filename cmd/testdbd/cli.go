@@ -124,9 +124,13 @@ func (c *cli) parse(args []string, positional ...string) ([]string, error) {
 			}
 		}
 	}
+	required := len(positional)
+	for required > 0 && strings.HasPrefix(positional[required-1], "[") { // optional: [NAME]
+		required--
+	}
 	switch {
-	case len(pos) < len(positional):
-		return nil, usageError{fmt.Sprintf("%s needs %s", c.name, strings.Join(positional[len(pos):], " "))}
+	case len(pos) < required:
+		return nil, usageError{fmt.Sprintf("%s needs %s", c.name, strings.Join(positional[len(pos):required], " "))}
 	case len(pos) > len(positional):
 		return nil, usageError{fmt.Sprintf("%s got an unexpected argument %q", c.name, pos[len(positional)])}
 	}
@@ -563,19 +567,28 @@ lease. Releasing a released lease is not an error.`
 	if err != nil {
 		return err
 	}
+	if endedBefore(l) {
+		fmt.Fprintf(stderr, "testdbd: lease %s had ended before this release: %s\n", l.ID, l.EndedReason)
+	}
 	if c.format == "json" {
 		return c.printJSON(l)
+	}
+	if endedBefore(l) {
+		_, err = fmt.Fprintf(stdout, "%s %s\n", l.ID, l.State)
+		return err
 	}
 	_, err = fmt.Fprintf(stdout, "released %s (database %s); the daemon resets it in the background\n", l.ID, l.Database)
 	return err
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCLI("status", "[flags]", stdout, stderr, "text", "json")
+	c := newCLI("status", "[LEASE_ID] [flags]", stdout, stderr, "text", "json")
 	c.about = `Shows the daemon's servers (whether their datadir is on tmpfs, whether
 every setting took), templates and pools, active leases, and reset and
-acquire latency percentiles.`
-	if _, err := c.parse(args); err != nil {
+acquire latency percentiles. With a lease's id, shows that lease: until
+when it is leased, or, once it has ended, why and what to do.`
+	pos, err := c.parse(args, "[LEASE_ID]")
+	if err != nil {
 		return err
 	}
 	cl, err := c.client()
@@ -584,6 +597,9 @@ acquire latency percentiles.`
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	if len(pos) == 1 {
+		return leaseStatus(ctx, c, cl, pos[0])
+	}
 	insts, err := cl.ListInstances(ctx)
 	if err != nil {
 		return err

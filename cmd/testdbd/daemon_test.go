@@ -47,6 +47,12 @@ type proc struct {
 // still runs.
 func startDaemon(t *testing.T, stateDir string, args ...string) *proc {
 	t.Helper()
+	return startBinary(t, binary, stateDir, args...)
+}
+
+// startBinary is startDaemon with another testdbd binary.
+func startBinary(t *testing.T, binary, stateDir string, args ...string) *proc {
+	t.Helper()
 	args = append([]string{"serve", "--state-dir", stateDir, "--http-addr", "127.0.0.1:0",
 		"--grpc-addr", "127.0.0.1:0", "--log-format", "json", "--migrations-root", repoRoot}, args...)
 	cmd := exec.Command(binary, args...)

@@ -39,6 +39,7 @@ type serveConfig struct {
 	MaxDatabases      int
 	MaxDBsPerInstance int
 	MemoryBudget      byteSize
+	UploadMemory      byteSize
 	Token             string
 	Insecure          bool
 	TLSCert           string
@@ -91,6 +92,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.MaxDBsPerInstance, "max-databases-per-instance", 32, "most worker databases on one server")
 	cfg.MemoryBudget = 8 << 30
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "most memory for servers and their tmpfs datadirs (e.g. 4G)")
+	cfg.UploadMemory = server.DefaultUploadMemory
+	fs.Var(&cfg.UploadMemory, "upload-memory", "most bytes of large requests (uploaded migrations) held at once, REST and gRPC together; others wait (REST) or are refused (gRPC)")
 	fs.StringVar(&cfg.Token, "token", "", "require 'Authorization: Bearer <token>' on every call except /healthz; prefer TESTDBD_TOKEN, since ps shows flags")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "serve on an address other hosts can reach without a token (refused otherwise)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain): serve REST as HTTPS and gRPC with TLS; needs --tls-key")
@@ -271,7 +274,10 @@ func apiConfigOf(cfg serveConfig, log *slog.Logger) (server.Config, error) {
 	}
 	apiConfig := server.Config{
 		GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr, Token: cfg.Token, Logger: log,
-		Insecure: cfg.Insecure, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
+		Insecure: cfg.Insecure, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, UploadMemory: int64(cfg.UploadMemory),
+	}
+	if cfg.UploadMemory != 0 && cfg.UploadMemory < server.MaxRequestBytes { // 0: the default
+		return server.Config{}, fmt.Errorf("--upload-memory=%dM is less than the largest request (%d MiB): give at least %dM", int64(cfg.UploadMemory)>>20, server.MaxRequestBytes>>20, server.MaxRequestBytes>>20)
 	}
 	if err := apiConfig.Check(); err != nil {
 		return server.Config{}, err
@@ -372,7 +378,7 @@ func leaseConfig(cfg *serveConfig, d *daemon, reg prometheus.Registerer, log *sl
 		LeaseConnections: cfg.LeaseConns, MaxLeaseConnections: cfg.MaxLeaseConns,
 		BuildTimeout: cfg.BuildTimeout, MaxBuildTimeout: cfg.MaxBuildTimeout, MaxBuilds: cfg.MaxBuilds,
 		MigrationsRoot: cfg.MigrationsRoot, LeaseSpace: int64(cfg.LeaseSpace), SpaceReserve: int64(cfg.SpaceReserve),
-		CacheDir: cacheDir(cfg), CacheBytes: int64(cfg.CacheSize),
+		CacheDir: cacheDir(cfg), CacheBytes: int64(cfg.CacheSize), LeaseRecord: filepath.Join(cfg.StateDir, "leases"),
 		Registerer: reg, Logger: log,
 	}
 }

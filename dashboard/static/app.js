@@ -479,6 +479,47 @@
     $('leases-empty').hidden = list.length > 0;
   }
 
+  // Leases that left the list without this page releasing them: asked
+  // about once (GET /v1/leases/{id}), and listed with why when testdbd
+  // ended them (their TTL, their space, their server, a restart).
+  const ENDED_MAX = 20; // rows kept, newest first
+  const ENDED_ASK_MAX = 20; // leases asked about per poll
+  let ended = [];
+  const releasedHere = new Set();
+
+  async function findEnded(before, now) {
+    const still = new Set(now.map((l) => l.id));
+    const gone = before.filter((l) => !still.has(l.id) && !releasedHere.has(l.id)).slice(0, ENDED_ASK_MAX);
+    const found = await Promise.all(gone.map(async (l) => {
+      try {
+        return await api('GET', '/v1/leases/' + encodeURIComponent(l.id));
+      } catch (e) {
+        if (e instanceof AuthError) throw e;
+        return null; // forgotten by the daemon, or not reachable: nothing to say
+      }
+    }));
+    for (const l of found) {
+      if (!l || !l.state || l.state === 'active') continue;
+      const why = l.ended_reason || '';
+      if (l.state === 'released' && (why === '' || why.startsWith('released'))) continue; // its holder gave it back
+      const seen = gone.find((g) => g.id === l.id) || {};
+      ended = [{ id: l.id, template: l.template || seen.template, database: l.database || seen.database, state: l.state, why },
+        ...ended.filter((x) => x.id !== l.id)].slice(0, ENDED_MAX);
+    }
+    renderEnded();
+  }
+
+  function renderEnded() {
+    syncTable($('ended'), ended, (l) => l.id, null, (c, l) => {
+      fill(c[0], l.id, h('code', { text: l.id }));
+      setText(c[1], l.template || '–');
+      fill(c[2], l.database || '', l.database ? h('code', { text: l.database }) : document.createTextNode('–'));
+      fill(c[3], l.state, h('span', { class: 'badge ' + (l.state === 'failed' ? 'bad' : 'warn'), text: l.state }));
+      setText(c[4], l.why);
+    });
+    $('ended-empty').hidden = ended.length > 0;
+  }
+
   function ttlCell(expires, ttl) {
     const wrap = h('span', { class: 'ttl', 'data-expires': expires || '', 'data-ttl': num(ttl) });
     const text = h('span', { class: 'ttl-text' });
@@ -704,11 +745,13 @@
       const [inst, tpl, leases, st] = await Promise.all([
         api('GET', '/v1/instances'), api('GET', '/v1/templates'), api('GET', '/v1/leases'), api('GET', '/v1/stats')]);
       const instances = inst.instances || [], templates = tpl.templates || [];
+      const before = lastLeases;
       lastLeases = leases.leases || [];
       renderTiles(st, instances, templates, lastLeases);
       renderServers(instances);
       renderTemplates(templates);
       renderLeases(lastLeases);
+      await findEnded(before, lastLeases);
       const rows = latencyRows(st);
       renderLatencyChart(rows);
       renderLatencyTable(rows);
@@ -826,6 +869,7 @@
     btn.disabled = true;
     try {
       await api('DELETE', '/v1/leases/' + encodeURIComponent(id));
+      releasedHere.add(id);
       showAlert(`Released lease ${id}.`, true);
       announce(`Released lease ${id}.`);
     } catch (e) {

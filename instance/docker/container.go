@@ -282,9 +282,9 @@ func (s *Container) memory(ctx context.Context) int64 {
 }
 
 // watch waits for the container to stop running and records it in its
-// lifecycle with why: exit status and last log lines. If the engine cannot
-// be asked (it restarts, say), it polls. A watch canceled by Stop records
-// the exit too.
+// lifecycle with why: how it ended and its log lines about that. If the
+// engine cannot be asked (it restarts, say), it polls. A watch canceled
+// by Stop records the exit too.
 func (s *Container) watch(ctx context.Context) {
 	defer s.p.wg.Done()
 	defer s.life.Exited(func() error { return nil })
@@ -292,18 +292,18 @@ func (s *Container) watch(ctx context.Context) {
 		res := s.p.cli.ContainerWait(ctx, s.containerID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 		select {
 		case r := <-res.Result:
-			msg := fmt.Sprintf("exited with status %d", r.StatusCode)
+			e := s.exitOf(ctx, int(r.StatusCode))
 			if r.Error != nil && r.Error.Message != "" {
-				msg += " (" + r.Error.Message + ")"
+				s.p.log.Warn("waiting for the container", "container", shortID(s.containerID), "err", r.Error.Message)
 			}
-			s.exited(ctx, msg)
+			s.exited(ctx, &e)
 			return
 		case err := <-res.Error:
 			if ctx.Err() != nil {
 				return
 			}
 			if cerrdefs.IsNotFound(err) {
-				s.exited(ctx, "was removed")
+				s.exited(ctx, nil)
 				return
 			}
 		}
@@ -316,20 +316,32 @@ func (s *Container) watch(ctx context.Context) {
 		ins, err := s.p.cli.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{})
 		switch {
 		case cerrdefs.IsNotFound(err):
-			s.exited(ctx, "was removed")
+			s.exited(ctx, nil)
 			return
 		case err == nil && ins.Container.State != nil && !ins.Container.State.Running:
-			s.exited(ctx, fmt.Sprintf("exited with status %d", ins.Container.State.ExitCode))
+			e := instance.ContainerExit(ins.Container.State.ExitCode, ins.Container.State.OOMKilled)
+			s.exited(ctx, &e)
 			return
 		}
 	}
 }
 
-// exited records that the container stopped and, unless it was stopped on
-// purpose, why: the lines of its log that say so. The log (the server's
-// error log: its output) is kept under the state directory before the
+// exitOf says how the container ended: its exit status and, when it can
+// be inspected, whether the kernel's out-of-memory killer ended it.
+func (s *Container) exitOf(ctx context.Context, status int) instance.Exit {
+	oom := false
+	if ins, err := s.p.cli.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil {
+		oom = ins.Container.State.OOMKilled
+	}
+	return instance.ContainerExit(status, oom)
+}
+
+// exited records that the container stopped (how it ended; nil: it was
+// removed) and, unless it was stopped on purpose, why: how, and what its
+// log says about that (instance.DeathCause). The log (the server's error
+// log: its output) is kept under the state directory before the
 // container is removed.
-func (s *Container) exited(ctx context.Context, how string) {
+func (s *Container) exited(ctx context.Context, exit *instance.Exit) {
 	s.life.Exited(func() error {
 		log := s.p.logs(ctx, s.containerID, "all")
 		kept := "its log was not kept"
@@ -338,8 +350,14 @@ func (s *Container) exited(ctx context.Context, how string) {
 		} else {
 			kept += ": " + err.Error()
 		}
-		return fmt.Errorf("server container %s %s unexpectedly; %s; it says: %s",
-			shortID(s.containerID), how, kept, instance.Explain(log))
+		how := "was removed"
+		if said := instance.DeathLines(log); said != "" {
+			how += "; its log says: " + said
+		}
+		if exit != nil {
+			how = instance.DeathCause(*exit, log)
+		}
+		return fmt.Errorf("server container %s ended unexpectedly: it %s; %s", shortID(s.containerID), how, kept)
 	})
 }
 

@@ -474,8 +474,9 @@ func TestKilledContainerNoticed(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("Done not closed within 10 s of docker kill")
 		}
-		if err := inst.Err(); err == nil || !strings.Contains(err.Error(), "exited") {
-			t.Errorf("Err = %v, want an unexpected exit", err)
+		if err := inst.Err(); err == nil || !strings.Contains(err.Error(), "exited with status 137 (128+9: killed by signal 9, SIGKILL)") ||
+			strings.Contains(err.Error(), "says") {
+			t.Errorf("Err = %v, want the signal and no log lines", err)
 		}
 		if st := inst.Info(context.Background()).State; st != testdbd.InstanceFailed {
 			t.Errorf("state %q after kill, want failed", st)

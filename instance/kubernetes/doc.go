@@ -21,11 +21,12 @@
 //
 // One informer watches the provider's pods: a pod that fails, whose
 // container ends, or that is deleted closes its instance's Done, and Err
-// says what happened with the last log lines. Pods and Services carry the
-// labels io.testdbd.owner (a hash of the host name and the state
-// directory, or Config.Owner) and io.testdbd.instance; a provider deletes
-// the ones with its owner value left by a killed predecessor at start, and
-// whatever remains at Close, never another owner's.
+// says what happened, with the log lines about its death. Pods and
+// Services carry the labels io.testdbd.owner (a hash of the host name and
+// the state directory, or Config.Owner) and io.testdbd.instance; a
+// provider deletes the ones with its owner value left by a killed
+// predecessor at start, and whatever remains at Close, never another
+// owner's.
 //
 // It imports instance, the root package and client-go (k8s.io/api,
 // apimachinery, client-go; Kubernetes' own server modules stay in the

@@ -323,7 +323,7 @@ func (s *Pod) deleted(pod *corev1.Pod) {
 func (s *Pod) markGone() { s.goneOne.Do(func() { close(s.gone) }) }
 
 // exited records, once, that the server has exited and, unless it was
-// stopped on purpose, why: how, with its last log lines. The logs are read
+// stopped on purpose, why: how, with the log lines about its death. The logs are read
 // outside the watch's event handler.
 func (s *Pod) exited(how string) {
 	s.mu.Lock()
@@ -337,8 +337,13 @@ func (s *Pod) exited(how string) {
 	go func() {
 		defer s.p.wg.Done()
 		s.life.Exited(func() error {
-			return fmt.Errorf("server pod %s/%s %s; last log lines: %s",
-				s.p.ns, s.name, how, s.logTail(context.Background()))
+			// Only the log lines about its death (instance.DeathLines): a
+			// pod killed from outside (exit code 137) has none.
+			said := instance.DeathLines(s.p.logs(context.Background(), s.name, 200))
+			if said == "" {
+				said = "nothing about its death"
+			}
+			return fmt.Errorf("server pod %s/%s %s; its log says: %s", s.p.ns, s.name, how, said)
 		})
 	}()
 }

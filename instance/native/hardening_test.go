@@ -106,7 +106,7 @@ func TestDeathReport(t *testing.T) {
 		says string // in the error
 	}{
 		{syscall.SIGABRT, "got signal 6"},
-		{syscall.SIGKILL, "signal: killed"},
+		{syscall.SIGKILL, "killed by signal 9 (SIGKILL)"},
 	} {
 		inst := start(t, p)
 		info := inst.Info(context.Background())

@@ -150,14 +150,14 @@ func (s *Process) launch(ctx context.Context, opts testdbd.StartOptions) error {
 }
 
 func (s *Process) wait(cmd *exec.Cmd, life *instance.Lifecycle) {
-	err := cmd.Wait()
-	life.Exited(func() error { return s.death(cmd.Process.Pid, err) })
+	_ = cmd.Wait()
+	life.Exited(func() error { return s.death(cmd.Process.Pid, instance.ExitOf(cmd.ProcessState)) })
 }
 
-// death says why the server exited, from its error log, and keeps the log
-// under the state directory before the datadir area (where it lives) is
-// removed.
-func (s *Process) death(pid int, exit error) error {
+// death says why the server exited, from how it ended and what its error
+// log says about that (instance.DeathCause), and keeps the log under the
+// state directory before the datadir area (where it lives) is removed.
+func (s *Process) death(pid int, exit instance.Exit) error {
 	log := s.readErrorLog()
 	kept := "its error log was not kept"
 	if path, err := instance.KeepCrashLog(s.p.cfg.StateDir, s.id, log); err == nil {
@@ -165,8 +165,8 @@ func (s *Process) death(pid int, exit error) error {
 	} else {
 		kept += ": " + err.Error()
 	}
-	return fmt.Errorf("server process %d exited unexpectedly (%w); %s; it says: %s",
-		pid, exit, kept, instance.Explain(string(log)))
+	return fmt.Errorf("server process %d ended unexpectedly: it %s; %s",
+		pid, instance.DeathCause(exit, string(log)), kept)
 }
 
 // waitReady pings the server on its socket until it answers, the process

@@ -305,8 +305,9 @@ it the answer is 401 with code 16 (Unauthenticated). A daemon started with
 
 **Request bodies** are read whole before the call: more than 64 MiB is
 answered 413 (code 8, ResourceExhausted), a body that stops arriving for
-10 s 408 (code 4, DeadlineExceeded); at most four requests with bodies over
-1 MiB are served at once, and others wait their turn.
+10 s 408 (code 4, DeadlineExceeded). Bodies over 1 MiB are held within
+the daemon's upload budget (--upload-memory, 128 MiB by default, shared
+with gRPC): a request beyond it waits its turn before its body is read.
 
 **Errors** are JSON ([Status](#status)) with the gRPC status code and a
 message that says what went wrong and what to do:

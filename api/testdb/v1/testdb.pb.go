@@ -2310,8 +2310,10 @@ type Lease struct {
 	TemplateHash string `protobuf:"bytes,19,opt,name=template_hash,json=templateHash,proto3" json:"template_hash,omitempty"`
 	// The most connections the lease's account may have open at once.
 	MaxConnections int32 `protobuf:"varint,20,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
-	// Why the lease ended, when it did (released, expired, failed: e.g. its
-	// database outgrew --lease-space, or its server died).
+	// Why the lease ended, when it did, and what to do: released; expired
+	// (its TTL ran out); failed (its database outgrew --lease-space, its
+	// server died, or the daemon restarted). A lease the daemon held before
+	// it restarted is known by its id alone: id, state "failed" and this.
 	EndedReason string `protobuf:"bytes,21,opt,name=ended_reason,json=endedReason,proto3" json:"ended_reason,omitempty"`
 	// Whether the lease's resets leave AUTO_INCREMENT where its tests moved
 	// it (AcquireLeaseRequest.keep_auto_increment).

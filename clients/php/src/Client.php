@@ -179,7 +179,13 @@ final class Client
         return $this->call('POST', '/v1/leases/' . rawurlencode($leaseId) . ':reset', $strategy === null ? [] : ['strategy' => $strategy]);
     }
 
-    /** Gives the lease back; the daemon resets its database in the background. */
+    /**
+     * Gives the lease back; the daemon resets its database in the
+     * background. Returns the lease's final state: "released", or, for a
+     * lease that testdbd had ended already, "expired" or "failed" with
+     * ended_reason saying why. (A reset or renew of such a lease throws a
+     * TestdbdException with the same reason.)
+     */
     public function release(string $leaseId, ?float $timeout = null): array
     {
         return $this->call('DELETE', '/v1/leases/' . rawurlencode($leaseId), null, $timeout);

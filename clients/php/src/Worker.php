@@ -145,14 +145,24 @@ final class Worker
         return $report;
     }
 
-    /** Releases this process's lease now (if it owns one). */
+    /**
+     * Releases this process's lease now (if it owns one). A lease that
+     * testdbd ended before (its TTL ran out, its database outgrew the
+     * daemon's --lease-space, its server died, the daemon restarted)
+     * explains the errors its tests got on their connections: a line on
+     * stderr says why it ended.
+     */
     public static function release(?float $timeout = null): void
     {
         $lease = self::$lease;
         self::$lease = null;
         if ($lease !== null && self::$owned) {
             self::$owned = false;
-            self::client()->release($lease['id'], $timeout);
+            $final = self::client()->release($lease['id'], $timeout);
+            $reason = (string) ($final['ended_reason'] ?? '');
+            if (($final['state'] ?? '') !== 'released' || ($reason !== '' && !str_starts_with($reason, 'released'))) {
+                fwrite(STDERR, "testdbd: lease {$lease['id']} (database {$lease['database']}) ended before this process released it: $reason\n");
+            }
         }
     }
 

@@ -48,6 +48,37 @@ final class ClientTest extends TestCase
         $this->assertNotContains($lease['id'], array_column($c->listLeases(self::TEMPLATE), 'id'));
     }
 
+    /**
+     * A lease that testdbd ended (here its TTL ran out) says why and what to
+     * do: getLease and release give its state and ended_reason, and reset
+     * and renew throw with the reason.
+     */
+    public function testEndedLeaseSaysWhy(): void
+    {
+        $c = new Client();
+        $tpl = $c->ensureTemplate(self::TEMPLATE, __DIR__ . '/migrations');
+        $lease = $c->acquire(self::TEMPLATE, 'phpunit-ended', 'snapshot', 1, 0, $tpl['hash']);
+        $deadline = microtime(true) + 30;
+        while (($now = $c->getLease($lease['id']))['state'] !== 'expired') {
+            $this->assertLessThan($deadline, microtime(true), 'a lease of 1 s did not expire within 30 s');
+            usleep(20000);
+        }
+        $this->assertStringContainsString('after its TTL of 1s', $now['ended_reason']);
+        $this->assertStringContainsString('acquire a new lease', $now['ended_reason']);
+        foreach (['reset' => fn () => $c->reset($lease['id']), 'renew' => fn () => $c->renew($lease['id'])] as $name => $call) {
+            try {
+                $call();
+                $this->fail("$name of an expired lease worked");
+            } catch (TestdbdException $e) {
+                $this->assertStringContainsString('after its TTL of 1s', $e->getMessage(), $name);
+                $this->assertStringContainsString('acquire a new lease', $e->getMessage(), $name);
+            }
+        }
+        $final = $c->release($lease['id']);
+        $this->assertSame('expired', $final['state']);
+        $this->assertStringContainsString('after its TTL of 1s', $final['ended_reason']);
+    }
+
     public function testErrorsCarryTheDaemonsMessage(): void
     {
         try {

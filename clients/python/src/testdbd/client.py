@@ -238,7 +238,11 @@ class Client:
         return self._call("POST", f"/v1/leases/{_quote(lease_id)}:reset", {"strategy": strategy} if strategy else {})
 
     def release(self, lease_id, timeout=None):
-        """Gives the lease back; the daemon resets its database in the background."""
+        """Gives the lease back; the daemon resets its database in the
+        background. Returns the lease's final state: "released", or, for a
+        lease that testdbd had ended already, "expired" or "failed" with
+        ended_reason saying why. (A reset or renew of such a lease raises
+        TestdbdError with the same reason.)"""
         return Lease(self._call("DELETE", "/v1/leases/" + _quote(lease_id), timeout=timeout))
 
     def health(self):

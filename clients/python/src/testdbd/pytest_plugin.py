@@ -51,7 +51,8 @@ from .client import DEFAULT_ADDR, Client, TestdbdError, normalize_strategy
 
 class TestdbdWarning(UserWarning):
     """A test on testdbd_tx committed something that the rollback could not
-    undo; the rollback reset restored it and names it."""
+    undo (the rollback reset restored it and names it), or the worker's
+    lease ended before the session did (the warning says why)."""
 
     __test__ = False
 
@@ -194,12 +195,23 @@ class Worker:
         return report
 
     def release(self):
+        """Releases the lease. One that testdbd ended before (its TTL ran
+        out, its database outgrew the daemon's --lease-space, its server
+        died, the daemon restarted) explains the errors its tests got on
+        their connections: a TestdbdWarning says why it ended."""
         if self.lease is not None:
             lease, self.lease = self.lease, None
             try:
-                self.client.release(lease.id)
+                final = self.client.release(lease.id)
             finally:
                 _cleanup.forget(lease.id)
+            reason = final.get("ended_reason") or ""
+            if final.get("state") != "released" or (reason and not reason.startswith("released")):
+                warnings.warn(TestdbdWarning(
+                    f"testdbd: lease {lease.id} (database {lease.get('database')}) ended before the session did: {reason}"),
+                    stacklevel=1)
+            return final
+        return None
 
 
 def pytest_configure(config):

@@ -2,6 +2,7 @@
 
 import json
 import threading
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -81,6 +82,30 @@ def test_errors_carry_the_daemons_message(stub):
         testdbd.Client(stub.addr).acquire("app", "w")
     assert msg in str(e.value) and "POST /v1/leases" in str(e.value)
     assert (e.value.code, e.value.status) == (5, 404)
+
+
+def test_a_lease_ended_by_testdbd_says_why(stub):
+    """Resets and renews of a lease that testdbd ended raise with the
+    daemon's reason; the worker's release at the session's end warns
+    with it."""
+    from testdbd.pytest_plugin import TestdbdWarning, Worker
+
+    reason = ("its database tdb_w grew to 530M, over the space a lease may use (--lease-space=512M); it was dropped; "
+              "its credentials no longer work: acquire a new lease")
+    stub.routes[("POST", "/v1/leases/l-1:reset")] = [(503, {"code": 14, "message": "lease l-1 ended: " + reason})]
+    stub.routes[("DELETE", "/v1/leases/l-1")] = [(200, {**LEASE, "state": "failed", "ended_reason": reason})]
+    c = testdbd.Client(stub.addr)
+    with pytest.raises(testdbd.TestdbdError, match="lease-space=512M"):
+        c.reset("l-1")
+    worker = Worker(None, c)
+    worker.lease = testdbd.Lease(LEASE)
+    with pytest.warns(TestdbdWarning, match=r"lease l-1 \(database tdb_w\) ended before the session did: .*--lease-space=512M"):
+        worker.release()
+    stub.routes[("DELETE", "/v1/leases/l-1")] = [(200, {**LEASE, "state": "released", "ended_reason": "released at x"})]
+    worker.lease = testdbd.Lease(LEASE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        worker.release()
 
 
 def test_errors_without_json(stub):
