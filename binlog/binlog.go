@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,6 +146,9 @@ type Log struct {
 	// anyDDL the last one run in no database (see SchemaChangedSince).
 	ddl    map[string]change
 	anyDDL change
+	// watched are the databases whose prepared XA transactions are
+	// recorded, each xid once, from Watch until Unwatch (see PreparedIn).
+	watched map[string][]XID
 	// gap is where reading went on after files it had not read were
 	// purged by someone else: what came before is unknown.
 	gap    Pos
@@ -234,6 +238,50 @@ func (l *Log) RollBackXA(ctx context.Context, q Querier, database string) (rolle
 		rolledBack = append(rolledBack, id)
 	}
 	return rolledBack, unknown, nil
+}
+
+// Watch starts recording the XA transactions prepared in database (a
+// template being built): PreparedIn lists them, whether they are still
+// prepared or not, until Unwatch. Events of database the log holds but has
+// not read yet count too.
+func (l *Log) Watch(database string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watched == nil {
+		l.watched = map[string][]XID{}
+	}
+	if _, ok := l.watched[database]; !ok {
+		l.watched[database] = nil
+	}
+}
+
+// Unwatch stops recording database's XA transactions and forgets them.
+func (l *Log) Unwatch(database string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.watched, database)
+}
+
+// PreparedIn reads the binary log to its end and returns the xids of the
+// XA transactions prepared (XA PREPARE) that wrote to database since Watch,
+// ended since or not. A prepared transaction that changed no row is not in
+// the log, and not among them.
+func (l *Log) PreparedIn(ctx context.Context, q Querier, database string) ([]XID, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.readLocked(ctx, q); err != nil {
+		return nil, fmt.Errorf("read the binary log for the XA transactions prepared in %s: %w", database, err)
+	}
+	return append([]XID(nil), l.watched[database]...), nil
+}
+
+// recordWatchedLocked records p's xid for each watched database it wrote to.
+func (l *Log) recordWatchedLocked(p *prepared) {
+	for database, ids := range l.watched {
+		if p.wroteTo(database) && !slices.Contains(ids, p.id) {
+			l.watched[database] = append(ids, p.id)
+		}
+	}
 }
 
 // batch is how many events one SHOW BINLOG EVENTS reads.
@@ -550,6 +598,7 @@ func (l *Log) event(at Pos, kind, info string) {
 				}
 				l.cur.seen = time.Now()
 				l.wrote[id] = l.cur
+				l.recordWatchedLocked(l.cur)
 			}
 		}
 		l.cur = nil
