@@ -185,11 +185,53 @@ func (p *prepared) wroteTo(database string) bool {
 // was purged by someone else; they are left alone.
 // The lease's sessions must have ended first: a session that still holds
 // its prepared transaction (MariaDB keeps it with the session until the
-// session ends) cannot be rolled back from another.
+// session ends, and so does MySQL with xa_detach_on_prepare off) cannot be
+// rolled back from another.
 //
 // When the server holds no prepared transaction, which is nearly always,
 // this is one XA RECOVER.
 func (l *Log) RollBackXA(ctx context.Context, q Querier, database string) (rolledBack, unknown []XID, err error) {
+	rolled, unknown, err := l.rollBack(ctx, q, func(p *prepared) bool { return p.wroteTo(database) })
+	for _, p := range rolled {
+		rolledBack = append(rolledBack, p.id)
+	}
+	return rolledBack, unknown, err
+}
+
+// Ended is a prepared XA transaction RollBackEnded rolled back, and the
+// databases it wrote to.
+type Ended struct {
+	ID        XID
+	Databases []string
+}
+
+// RollBackEnded rolls back every prepared XA transaction that the binary
+// log shows wrote to a database and whose session has ended (the server
+// refuses to end one that a session still holds from another session), and
+// returns them. Once its session has ended, any account on the server that
+// knows a transaction's xid may commit it; on MariaDB every account can
+// list them. Like RollBackXA it is one XA RECOVER when the server holds
+// no prepared transaction.
+func (l *Log) RollBackEnded(ctx context.Context, q Querier) ([]Ended, error) {
+	rolled, _, err := l.rollBack(ctx, q, func(*prepared) bool { return true })
+	var out []Ended
+	for _, p := range rolled {
+		e := Ended{ID: p.id}
+		for t := range p.tables {
+			if db, _, ok := strings.Cut(t, "."); ok && !slices.Contains(e.Databases, db) {
+				e.Databases = append(e.Databases, db)
+			}
+		}
+		slices.Sort(e.Databases)
+		out = append(out, e)
+	}
+	return out, err
+}
+
+// rollBack rolls back the prepared XA transactions of the log that match
+// and returns them, and the xids of those the log does not show (see
+// RollBackXA). One a session still holds is left alone.
+func (l *Log) rollBack(ctx context.Context, q Querier, match func(*prepared) bool) (rolledBack []*prepared, unknown []XID, err error) {
 	ids, err := Prepared(ctx, q)
 	if err != nil || len(ids) == 0 {
 		return nil, nil, err
@@ -225,7 +267,7 @@ func (l *Log) RollBackXA(ctx context.Context, q Querier, database string) (rolle
 			l.missing[id] = true
 			unknown = append(unknown, id)
 			continue
-		case !p.wroteTo(database):
+		case !match(p):
 			continue
 		}
 		if _, err := q.ExecContext(ctx, "XA ROLLBACK "+id.SQL()); err != nil {
@@ -235,7 +277,7 @@ func (l *Log) RollBackXA(ctx context.Context, q Querier, database string) (rolle
 			return rolledBack, unknown, fmt.Errorf("XA ROLLBACK %s: %w", id, err)
 		}
 		delete(l.wrote, id)
-		rolledBack = append(rolledBack, id)
+		rolledBack = append(rolledBack, p)
 	}
 	return rolledBack, unknown, nil
 }

@@ -116,6 +116,12 @@ func settings(e testdbd.Engine, c Config) []setting {
 			// non-transactional tables beside InnoDB ones).
 			kv("gtid_mode", "OFF"),
 			kv("enforce_gtid_consistency", "OFF"),
+			// A prepared XA transaction stays with the session that
+			// prepared it until that session ends, as on MariaDB: ON (the
+			// default) detaches it at XA PREPARE, and then any account
+			// that knows its xid may commit or roll it back, another
+			// lease's test too (see package binlog).
+			kv("xa_detach_on_prepare", "OFF"),
 			kv("innodb_file_per_table", "ON"),
 			kv("innodb_flush_method", "fsync"),
 			// 8 MB as MariaDB's redo log. 32 or 64 MB made a burst of 1,000

@@ -547,6 +547,7 @@ func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.
 	}
 	m.mu.Lock()
 	db.baseline = base // nil after a failure: the next reset checks everything
+	rep.XARolledBack, db.xaEnded = append(db.xaEnded, rep.XARolledBack...), nil
 	m.mu.Unlock()
 	m.stats.Reset(rep, err)
 	defer func() {

@@ -3,6 +3,8 @@ package lease_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +127,108 @@ func rollBackAll(srv *instance.Member) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestXALeases: one lease's prepared XA transactions are out of another
+// lease's reach on the same server. While the session that prepared one is
+// connected, the other lease can neither commit nor roll it back (MySQL
+// runs with xa_detach_on_prepare off for this), and its own session
+// commits it. Once that session has ended, the daemon rolls it back
+// without waiting for a reset, says so in an event and in the next
+// reset's report, and the other lease finds nothing to commit. Lease
+// accounts cannot list the server's prepared transactions on MySQL (no
+// XA_RECOVER_ADMIN); MariaDB lists them to every account.
+func TestXALeases(t *testing.T) {
+	for _, p := range testenv.Providers() {
+		t.Run(p.Name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, p, 1, lease.Config{PoolSize: 2})
+			e.ensure(t, "app", 2)
+			srv := e.fleet.Members()[0]
+			t.Cleanup(func() { rollBackAll(srv) })
+			a := e.acquire(t, lease.AcquireRequest{Template: "app", Strategy: testdbd.StrategySnapshot})
+			b := e.acquire(t, lease.AcquireRequest{Template: "app", Strategy: testdbd.StrategySnapshot})
+			hostile, victim := open(t, a), open(t, b)
+			session := func() *sql.Conn {
+				c, err := victim.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			run := func(c *sql.Conn, stmts string) {
+				t.Helper()
+				for _, q := range strings.Split(stmts, "; ") {
+					if _, err := c.ExecContext(ctx, q); err != nil {
+						t.Fatalf("%s: %v", q, err)
+					}
+				}
+			}
+			count := func(email string) int {
+				t.Helper()
+				var n int
+				if err := victim.QueryRow("SELECT COUNT(*) FROM users WHERE email = ?", email).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+
+			held := session()
+			run(held, xaSQL("b_held", "held@x"))
+			rows, err := hostile.Query("XA RECOVER")
+			if err == nil {
+				rows.Close()
+			}
+			if srv.Flavor == testdbd.MySQL && err == nil {
+				t.Error("a lease's account listed the server's prepared XA transactions (XA RECOVER) on MySQL")
+			}
+			t.Logf("XA RECOVER as another lease: %v", err)
+			for _, q := range []string{"XA COMMIT 'b_held'", "XA ROLLBACK 'b_held'"} {
+				if _, err := hostile.Exec(q); err == nil {
+					t.Errorf("another lease ran %s on a transaction its session holds", q)
+				}
+			}
+			run(held, "XA COMMIT 'b_held'")
+			if n := count("held@x"); n != 1 {
+				t.Errorf("the transaction its own session committed: %d rows, want 1", n)
+			}
+			held.Close()
+
+			left := session()
+			run(left, xaSQL("b_left", "left@x"))
+			disconnect(left)
+			deadline := time.Now().Add(30 * time.Second)
+			for ids := prepared(t, srv); len(ids) > 0; ids = prepared(t, srv) {
+				if time.Now().After(deadline) {
+					t.Fatalf("30 s after its session ended, without a reset, still prepared: %v", ids)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if _, err := hostile.Exec("XA COMMIT 'b_left'"); err == nil {
+				t.Error("another lease committed the transaction a session left prepared")
+			}
+			if n := count("left@x"); n != 0 {
+				t.Errorf("the transaction left prepared: %d rows in the lease's database, want 0", n)
+			}
+			_, evs := e.m.Events(100, 0)
+			said := false
+			for _, ev := range evs {
+				said = said || ev.Kind == "xa_rolled_back" && ev.LeaseID == b.ID && strings.Contains(ev.Message, "'b_left'")
+			}
+			if !said {
+				t.Errorf("no xa_rolled_back event names 'b_left' for lease %s: %+v", b.ID, evs)
+			}
+			rep, err := e.m.Reset(ctx, b.ID, testdbd.StrategyUnspecified)
+			if err != nil || !slices.Contains(rep.XARolledBack, "'b_left'") {
+				t.Errorf("the next reset's report: %+v, %v; want 'b_left' among xa_rolled_back", rep, err)
+			}
+		})
+	}
+}
+
+// disconnect closes c's connection to the server, as a client that exits
+// does.
+func disconnect(c *sql.Conn) {
+	_ = c.Raw(func(any) error { return driver.ErrBadConn })
+	_ = c.Close()
 }
