@@ -10,9 +10,15 @@
 // its transaction behind when its session ends: the server keeps it, with
 // the locks on the rows it changed, until someone ends it by its xid, and
 // any account that knows the xid may commit it, into a database that has
-// been reset and handed to another lease since. A reset must therefore roll
-// back the prepared transactions that wrote to its database, and only
+// been reset and handed to another lease since (MariaDB lists every xid to
+// every account; MySQL to those with XA_RECOVER_ADMIN). While the session
+// that prepared it is connected no other session can end it (on MySQL with
+// xa_detach_on_prepare off, as testdbd runs it). A reset must therefore
+// roll back the prepared transactions that wrote to its database, and only
 // those: another lease's prepared transaction is that lease's business.
+// RollBackEnded rolls back, on the whole server, those whose session has
+// ended, without waiting for a reset; and a template's build, which may not
+// prepare any, finds those its migrations prepared (Watch, PreparedIn).
 // The servers do not say which database a prepared transaction wrote to:
 // XA RECOVER lists xids only, and InnoDB's list of transactions has no xid.
 // The binary log does: at XA PREPARE the server writes the transaction's

@@ -150,7 +150,7 @@ func settings(e testdbd.Engine, c Config) []setting {
 // BinlogName is the base name of the binary log files in a server's
 // datadir. The servers keep a binary log although nothing replicates from
 // them: it is the one place where a server records which tables a prepared
-// XA transaction wrote to (package xa), so that a reset can roll back the
+// XA transaction wrote to (package binlog), so that a reset can roll back the
 // ones a test left in its database. Nothing syncs it (sync_binlog=0), the
 // daemon's own sessions do not write to it (OpenAdmin), and the daemon
 // purges it as it grows (binlog.Log.Tidy).
