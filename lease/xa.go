@@ -13,13 +13,14 @@ import (
 // XA transactions a test leaves prepared: once the session that prepared
 // one has ended, any account on the server that knows its xid may commit
 // or roll it back (MariaDB lists every account's xids to every account;
-// MySQL hides them from accounts without XA_RECOVER_ADMIN, but an xid is
-// easily guessed), so another lease's test could write it into this
-// lease's database. Every xaCheckEvery the manager rolls back, on each
+// MySQL hides them from accounts without XA_RECOVER_ADMIN, but a test's
+// xid is often easy to guess), so another lease's test could write it into
+// this lease's database. Every xaCheckEvery the manager rolls back, on each
 // server with leases, the prepared transactions the binary log shows wrote
 // to a database and whose session has ended (binlog.Log.RollBackEnded);
 // one a session still holds cannot be ended from another session, by
-// anyone. The next reset's report lists them (xa_rolled_back), and an
+// anyone (on MySQL because the servers run with xa_detach_on_prepare off;
+// see xaAtPrepare). The next reset's report lists them (xa_rolled_back), and an
 // event says what happened and what to do. A test that means to commit a
 // prepared transaction from another session (a recovery test) cannot do so
 // on a shared server; the resets still roll back what is left (strategies).

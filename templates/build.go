@@ -193,9 +193,10 @@ func refuseXA(ctx context.Context, inst *instance.Member, log *binlog.Log, datab
 		shown[i] = id.String()
 	}
 	return &migrations.BuildError{File: what, Err: testdbd.Errorf(testdbd.EInvalid,
-		"XA transaction %s was prepared (XA PREPARE) in the template database, which a template may not do: a prepared transaction "+
-			"outlives its session and another account on the server could commit it into the template; it was rolled back and the template "+
-			"refused: commit XA transactions in one phase (XA COMMIT <xid> ONE PHASE) or use plain transactions (BEGIN … COMMIT)",
+		"XA transaction %s was prepared (XA PREPARE) in the template database, which a template's migrations and seed may not do: a "+
+			"prepared transaction outlives its session, and another account on the server could commit it into the template. The template "+
+			"was refused and what was left prepared rolled back: commit XA transactions in one phase (XA COMMIT <xid> ONE PHASE) or use "+
+			"plain transactions (BEGIN … COMMIT)",
 		strings.Join(shown, ", "))}
 }
 
