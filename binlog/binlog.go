@@ -10,9 +10,15 @@
 // its transaction behind when its session ends: the server keeps it, with
 // the locks on the rows it changed, until someone ends it by its xid, and
 // any account that knows the xid may commit it, into a database that has
-// been reset and handed to another lease since. A reset must therefore roll
-// back the prepared transactions that wrote to its database, and only
+// been reset and handed to another lease since (MariaDB lists every xid to
+// every account; MySQL to those with XA_RECOVER_ADMIN). While the session
+// that prepared it is connected no other session can end it (on MySQL with
+// xa_detach_on_prepare off, as testdbd runs it). A reset must therefore
+// roll back the prepared transactions that wrote to its database, and only
 // those: another lease's prepared transaction is that lease's business.
+// RollBackEnded rolls back, on the whole server, those whose session has
+// ended, without waiting for a reset; and a template's build, which may not
+// prepare any, finds those its migrations prepared (Watch, PreparedIn).
 // The servers do not say which database a prepared transaction wrote to:
 // XA RECOVER lists xids only, and InnoDB's list of transactions has no xid.
 // The binary log does: at XA PREPARE the server writes the transaction's
@@ -35,6 +41,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,6 +157,9 @@ type Log struct {
 	// anyDDL the last one run in no database (see SchemaChangedSince).
 	ddl    map[string]change
 	anyDDL change
+	// watched are the databases whose prepared XA transactions are
+	// recorded, each xid once, from Watch until Unwatch (see PreparedIn).
+	watched map[string][]XID
 	// gap is where reading went on after files it had not read were
 	// purged by someone else: what came before is unknown.
 	gap    Pos
@@ -195,11 +205,53 @@ func (p *prepared) wroteTo(database string) bool {
 // was purged by someone else; they are left alone.
 // The lease's sessions must have ended first: a session that still holds
 // its prepared transaction (MariaDB keeps it with the session until the
-// session ends) cannot be rolled back from another.
+// session ends, and so does MySQL with xa_detach_on_prepare off) cannot be
+// rolled back from another.
 //
 // When the server holds no prepared transaction, which is nearly always,
 // this is one XA RECOVER.
 func (l *Log) RollBackXA(ctx context.Context, q Querier, database string) (rolledBack, unknown []XID, err error) {
+	rolled, unknown, err := l.rollBack(ctx, q, func(p *prepared) bool { return p.wroteTo(database) })
+	for _, p := range rolled {
+		rolledBack = append(rolledBack, p.id)
+	}
+	return rolledBack, unknown, err
+}
+
+// Ended is a prepared XA transaction RollBackEnded rolled back, and the
+// databases it wrote to.
+type Ended struct {
+	ID        XID
+	Databases []string
+}
+
+// RollBackEnded rolls back every prepared XA transaction that the binary
+// log shows wrote to a database and whose session has ended (the server
+// refuses to end one that a session still holds from another session), and
+// returns them. Once its session has ended, any account on the server that
+// knows a transaction's xid may commit it; on MariaDB every account can
+// list them. Like RollBackXA it is one XA RECOVER when the server holds
+// no prepared transaction.
+func (l *Log) RollBackEnded(ctx context.Context, q Querier) ([]Ended, error) {
+	rolled, _, err := l.rollBack(ctx, q, func(*prepared) bool { return true })
+	var out []Ended
+	for _, p := range rolled {
+		e := Ended{ID: p.id}
+		for t := range p.tables {
+			if db, _, ok := strings.Cut(t, "."); ok && !slices.Contains(e.Databases, db) {
+				e.Databases = append(e.Databases, db)
+			}
+		}
+		slices.Sort(e.Databases)
+		out = append(out, e)
+	}
+	return out, err
+}
+
+// rollBack rolls back the prepared XA transactions of the log that match
+// and returns them, and the xids of those the log does not show (see
+// RollBackXA). One a session still holds is left alone.
+func (l *Log) rollBack(ctx context.Context, q Querier, match func(*prepared) bool) (rolledBack []*prepared, unknown []XID, err error) {
 	ids, err := Prepared(ctx, q)
 	if err != nil || len(ids) == 0 {
 		return nil, nil, err
@@ -235,7 +287,7 @@ func (l *Log) RollBackXA(ctx context.Context, q Querier, database string) (rolle
 			l.missing[id] = true
 			unknown = append(unknown, id)
 			continue
-		case !p.wroteTo(database):
+		case !match(p):
 			continue
 		}
 		if _, err := q.ExecContext(ctx, "XA ROLLBACK "+id.SQL()); err != nil {
@@ -245,9 +297,53 @@ func (l *Log) RollBackXA(ctx context.Context, q Querier, database string) (rolle
 			return rolledBack, unknown, fmt.Errorf("XA ROLLBACK %s: %w", id, err)
 		}
 		delete(l.wrote, id)
-		rolledBack = append(rolledBack, id)
+		rolledBack = append(rolledBack, p)
 	}
 	return rolledBack, unknown, nil
+}
+
+// Watch starts recording the XA transactions prepared in database (a
+// template being built): PreparedIn lists them, whether they are still
+// prepared or not, until Unwatch. Events of database the log holds but has
+// not read yet count too.
+func (l *Log) Watch(database string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watched == nil {
+		l.watched = map[string][]XID{}
+	}
+	if _, ok := l.watched[database]; !ok {
+		l.watched[database] = nil
+	}
+}
+
+// Unwatch stops recording database's XA transactions and forgets them.
+func (l *Log) Unwatch(database string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.watched, database)
+}
+
+// PreparedIn reads the binary log to its end and returns the xids of the
+// XA transactions prepared (XA PREPARE) that wrote to database since Watch,
+// ended since or not. A prepared transaction that changed no row is not in
+// the log, and not among them.
+func (l *Log) PreparedIn(ctx context.Context, q Querier, database string) ([]XID, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.readLocked(ctx, q); err != nil {
+		return nil, fmt.Errorf("read the binary log for the XA transactions prepared in %s: %w", database, err)
+	}
+	return append([]XID(nil), l.watched[database]...), nil
+}
+
+// recordWatchedLocked records p's xid for each watched database it wrote to.
+func (l *Log) recordWatchedLocked(p *prepared) {
+	for database, ids := range l.watched {
+		if p.wroteTo(database) && !slices.Contains(ids, p.id) {
+			l.watched[database] = append(ids, p.id)
+		}
+	}
 }
 
 // batch is how many events one SHOW BINLOG EVENTS reads.
@@ -574,6 +670,7 @@ func (l *Log) event(at Pos, kind, info string) {
 				}
 				l.cur.seen = time.Now()
 				l.wrote[id] = l.cur
+				l.recordWatchedLocked(l.cur)
 			}
 		}
 		l.cur = nil

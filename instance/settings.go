@@ -120,6 +120,12 @@ func settings(e testdbd.Engine, c Config) []setting {
 			// non-transactional tables beside InnoDB ones).
 			kv("gtid_mode", "OFF"),
 			kv("enforce_gtid_consistency", "OFF"),
+			// A prepared XA transaction stays with the session that
+			// prepared it until that session ends, as on MariaDB: ON (the
+			// default) detaches it at XA PREPARE, and then any account
+			// that knows its xid may commit or roll it back, another
+			// lease's test too (see package binlog).
+			kv("xa_detach_on_prepare", "OFF"),
 			kv("innodb_file_per_table", "ON"),
 			kv("innodb_flush_method", "fsync"),
 			// 8 MB as MariaDB's redo log. 32 or 64 MB made a burst of 1,000
@@ -227,7 +233,7 @@ const TransactionLogBytes = 128 << 20
 // BinlogName is the base name of the binary log files in a server's
 // datadir. The servers keep a binary log although nothing replicates from
 // them: it is the one place where a server records which tables a prepared
-// XA transaction wrote to (package xa), so that a reset can roll back the
+// XA transaction wrote to (package binlog), so that a reset can roll back the
 // ones a test left in its database. Nothing syncs it (sync_binlog=0), the
 // daemon's own sessions do not write to it (OpenAdmin), and the daemon
 // purges it as it grows (binlog.Log.Tidy).

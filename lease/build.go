@@ -129,7 +129,7 @@ func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first
 		t.build.Provision += time.Since(waitStart)
 		m.mu.Unlock()
 	}
-	opts := templates.BuildOptions{Timeout: t.buildTimeout, Log: m.log.With("template", t.name)}
+	opts := templates.BuildOptions{Timeout: t.buildTimeout, Log: m.log.With("template", t.name), Binlog: st.binlog}
 	if first {
 		opts.Progress = func(phase string, step, steps int, migration string) {
 			m.mu.Lock()

@@ -14,7 +14,8 @@
 // renew, reset, release, expiry), hosts.go (instances as the manager sees
 // them), capacity.go (the memory budget), space.go (the per-lease and
 // per-server space limits), health.go (templates whose databases cannot
-// be made, and their backoff), engines.go (several engines per daemon),
+// be made, and their backoff), xa.go (the XA transactions a test's ended
+// sessions left prepared), engines.go (several engines per daemon),
 // external.go (templates built by a migrator of the caller's), record.go
 // (the ids of the live leases, kept in the state directory so that a
 // restarted daemon can say what became of them), types.go (the requests

@@ -99,7 +99,7 @@ func (m *Manager) BeginExternal(ctx context.Context, req templates.ExternalReque
 	t.build.Provision = time.Since(start)
 	name := fmt.Sprintf("tdb_%s_t%d", templates.Short(t.hash), m.nextSeq())
 	m.mu.Unlock()
-	owner, err := templates.BeginExternal(ctx, st.Member, st.ddl, name)
+	owner, err := templates.BeginExternal(ctx, st.Member, st.ddl, st.binlog, name)
 	if err != nil {
 		return fail(err)
 	}
@@ -189,7 +189,7 @@ func (m *Manager) FinishExternal(ctx context.Context, name, hash string, async b
 	m.mu.Unlock()
 	m.goBackground(func(context.Context) {
 		start := t.began
-		opts := templates.BuildOptions{Log: m.log.With("template", t.name), Progress: func(phase string, step, steps int, migration string) {
+		opts := templates.BuildOptions{Log: m.log.With("template", t.name), Binlog: x.host.binlog, Progress: func(phase string, step, steps int, migration string) {
 			m.mu.Lock()
 			t.progress = templates.Progress{Phase: phase, Step: step, Steps: steps, Migration: migration}
 			m.mu.Unlock()
@@ -232,7 +232,7 @@ func (m *Manager) AbortExternal(ctx context.Context, name, hash, reason string) 
 	if reason == "" {
 		reason = "the caller aborted it"
 	}
-	templates.AbortExternal(context.WithoutCancel(ctx), x.host.Member, x.host.ddl, x.database, x.owner.User)
+	templates.AbortExternal(context.WithoutCancel(ctx), x.host.Member, x.host.ddl, x.host.binlog, x.database, x.owner.User)
 	m.mu.Lock()
 	t.ext = nil
 	m.mu.Unlock()

@@ -27,6 +27,11 @@ type host struct {
 	// spaceBusy: a lease failed for the reserve is being dropped and the
 	// binary log purged; no other lease fails for the reserve until then.
 	spaceBusy bool
+	// xaAtPrepare: prepared XA transactions leave their session at XA
+	// PREPARE (MySQL's xa_detach_on_prepare did not take), so they are
+	// not rolled back when their session ends (see xa.go): that would
+	// end a test's own before it commits.
+	xaAtPrepare bool
 }
 
 // OnInstanceDeath is the fleet's OnDeath callback: leases on the server fail
@@ -72,6 +77,8 @@ func (m *Manager) adoptLocked(s *instance.Member) *host {
 			st.recalc = set.Actual
 		case set.Name == "log_bin" && set.OK:
 			st.binlog = &binlog.Log{}
+		case set.Name == "xa_detach_on_prepare" && !set.OK:
+			st.xaAtPrepare = true
 		}
 	}
 	select {

@@ -548,6 +548,7 @@ func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.
 	rep, base, err := strategies.Reset(ctx, target)
 	m.mu.Lock()
 	db.baseline = base // nil after a failure: the next reset checks everything
+	rep.XARolledBack, db.xaEnded = append(db.xaEnded, rep.XARolledBack...), nil
 	m.mu.Unlock()
 	m.stats.Reset(rep, err)
 	defer func() {

@@ -189,9 +189,10 @@ func (m *Manager) Open() {
 	for _, s := range m.members() {
 		m.adopt(s)
 	}
-	m.wg.Add(2)
+	m.wg.Add(3)
 	go m.fillLoop()
 	go m.spaceLoop()
+	go m.xaLoop()
 }
 
 // Close stops background work and waits for it. Servers are the fleet's to

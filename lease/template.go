@@ -98,6 +98,10 @@ type workerDB struct {
 	readySince time.Time
 	lease      *lease
 	op         chan struct{} // one SQL operation at a time (reset, recycle)
+	// xaEnded are the XA transactions its lease's test left prepared
+	// that were rolled back when their session ended (xa.go), for the
+	// next reset's report.
+	xaEnded []string
 }
 
 // waiter is one Acquire waiting for a database.

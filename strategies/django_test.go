@@ -74,7 +74,7 @@ func TestDjangoSchema(t *testing.T) {
 			}
 			ctx := context.Background()
 			f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
-			build, err := templates.BeginExternal(ctx, srv, f.ddl, "dj_tpl")
+			build, err := templates.BeginExternal(ctx, srv, f.ddl, f.binlog, "dj_tpl")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,18 +83,18 @@ func TestDjangoSchema(t *testing.T) {
 			cmd.Env = append(os.Environ(), "TESTDBD_HOST="+host, "TESTDBD_PORT="+strconv.Itoa(port), "TESTDBD_USER="+build.User,
 				"TESTDBD_PASSWORD="+build.Password, "TESTDBD_DB=dj_tpl", "PYTHONDONTWRITEBYTECODE=1")
 			if out, err := cmd.CombinedOutput(); err != nil {
-				templates.AbortExternal(ctx, srv, f.ddl, "dj_tpl", build.User)
+				templates.AbortExternal(ctx, srv, f.ddl, f.binlog, "dj_tpl", build.User)
 				t.Fatalf("manage.py migrate: %v\n%s", err, out)
 			}
 			if _, err := srv.DB.ExecContext(ctx, "USE dj_tpl; "+djangoData); err != nil {
-				templates.AbortExternal(ctx, srv, f.ddl, "dj_tpl", build.User)
+				templates.AbortExternal(ctx, srv, f.ddl, f.binlog, "dj_tpl", build.User)
 				t.Fatalf("generated data: %v", err)
 			}
-			built, err := templates.FinishExternal(ctx, srv, f.ddl, "dj_tpl", build.User, templates.BuildOptions{})
+			built, err := templates.FinishExternal(ctx, srv, f.ddl, "dj_tpl", build.User, templates.BuildOptions{Binlog: f.binlog})
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { templates.AbortExternal(context.Background(), srv, f.ddl, "dj_tpl", build.User) })
+			t.Cleanup(func() { templates.AbortExternal(context.Background(), srv, f.ddl, f.binlog, "dj_tpl", build.User) })
 			f.schema = built.Schema
 			if f.want, err = dbcompare.Take(ctx, srv.DB, "dj_tpl"); err != nil {
 				t.Fatal(err)

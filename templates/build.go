@@ -13,6 +13,7 @@ import (
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/accounts"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/migrations"
 	"github.com/testdbd/testdbd/schema"
@@ -29,6 +30,11 @@ type BuildOptions struct {
 	// Progress, when set, is told each phase and, while migrating, each
 	// migration as it starts.
 	Progress func(phase string, step, steps int, migration string)
+	// Binlog is the server's binary log (nil: it keeps none). A build whose
+	// migrations or seed prepared an XA transaction is refused (see
+	// refuseXA), and whatever they left prepared is rolled back before the
+	// database is dropped.
+	Binlog *binlog.Log
 }
 
 func (o BuildOptions) progress(phase string, step, steps int, migration string) {
@@ -72,15 +78,22 @@ func Build(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounte
 		_ = schema.Drop(context.WithoutCancel(ctx), inst.DB, ddl, database)
 		return nil, err
 	}
+	if opts.Binlog != nil {
+		opts.Binlog.Watch(database)
+		defer opts.Binlog.Unwatch(database)
+	}
 	defer func() {
 		if err != nil {
 			cleanup := context.WithoutCancel(ctx)
 			_ = accounts.Drop(cleanup, inst.DB, owner.User)
-			_ = schema.Drop(cleanup, inst.DB, ddl, database)
+			dropBuilt(cleanup, inst, ddl, opts.Binlog, database)
 		}
 	}()
 	res, err := migrate(ctx, inst, ddl, owner, src, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := refuseXA(ctx, inst, opts.Binlog, database, "the migrations or "+migrations.SeedFile); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -158,6 +171,46 @@ func endSessions(ctx context.Context, inst *instance.Member, user string, lock b
 	_, _ = accounts.EndSessions(ctx, conn, inst.Flavor, user, lock)
 }
 
+// refuseXA fails a build whose migrations or seed (what, for the error)
+// prepared an XA transaction in database, once the build's sessions have
+// ended: a prepared transaction outlives its session, and any account on
+// the server may commit or roll back one whose session ended (MariaDB
+// lists every account's xids to every account), into the template that
+// every lease is cloned from. The build fails even when its own session
+// ended the transaction, since another account may have done so first:
+// XA is for leases, not templates. Build's cleanup rolls back what is left
+// prepared (dropBuilt).
+func refuseXA(ctx context.Context, inst *instance.Member, log *binlog.Log, database, what string) error {
+	if log == nil {
+		return nil
+	}
+	ids, err := log.PreparedIn(ctx, inst.DB, database)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	shown := make([]string, len(ids))
+	for i, id := range ids {
+		shown[i] = id.String()
+	}
+	return &migrations.BuildError{File: what, Err: testdbd.Errorf(testdbd.EInvalid,
+		"XA transaction %s was prepared (XA PREPARE) in the template database, which a template's migrations and seed may not do: a "+
+			"prepared transaction outlives its session, and another account on the server could commit it into the template. The template "+
+			"was refused and what was left prepared rolled back: commit XA transactions in one phase (XA COMMIT <xid> ONE PHASE) or use "+
+			"plain transactions (BEGIN … COMMIT)",
+		strings.Join(shown, ", "))}
+}
+
+// dropBuilt drops a failed build's database, after rolling back the XA
+// transactions its migrations or seed left prepared in it (their locks
+// would stop the drop, and anyone could commit them). The build's sessions
+// must have ended.
+func dropBuilt(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, log *binlog.Log, database string) {
+	if log != nil {
+		_, _, _ = log.RollBackXA(ctx, inst.DB, database)
+	}
+	_ = schema.Drop(ctx, inst.DB, ddl, database)
+}
+
 // runningFile names the migration (or the seed) a failed build was running.
 func runningFile(err error) string {
 	var be *migrations.BuildError
@@ -224,8 +277,9 @@ func settle(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCount
 // BeginExternal creates database on inst for a build by the caller's own
 // migrator, and the account the caller builds it as: all privileges on
 // that database and nothing else, as a build's. FinishExternal or
-// AbortExternal ends it.
-func BeginExternal(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database string) (accounts.Account, error) {
+// AbortExternal ends it, with the same log (the server's binary log, nil
+// when it keeps none; see BuildOptions.Binlog).
+func BeginExternal(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, log *binlog.Log, database string) (accounts.Account, error) {
 	if err := ddl.Exec(ctx, inst.DB, 1, "CREATE DATABASE "+schema.Quote(database)); err != nil {
 		return accounts.Account{}, fmt.Errorf("create template database: %w", err)
 	}
@@ -234,20 +288,29 @@ func BeginExternal(ctx context.Context, inst *instance.Member, ddl *strategies.D
 		_ = schema.Drop(context.WithoutCancel(ctx), inst.DB, ddl, database)
 		return accounts.Account{}, err
 	}
+	if log != nil {
+		log.Watch(database)
+	}
 	return owner, nil
 }
 
 // FinishExternal makes the database an external build filled a template:
 // the build's account is locked and its sessions ended (it stays as the
 // definer of what it created), then the database is settled and captured
-// as a build's. On failure the database and the account are dropped.
+// as a build's; a build that prepared an XA transaction is refused (see
+// refuseXA). On failure the database and the account are dropped.
 func FinishExternal(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database, owner string, opts BuildOptions) (_ *Built, err error) {
 	defer func() {
 		if err != nil {
-			AbortExternal(context.WithoutCancel(ctx), inst, ddl, database, owner)
+			AbortExternal(context.WithoutCancel(ctx), inst, ddl, opts.Binlog, database, owner)
+		} else if opts.Binlog != nil {
+			opts.Binlog.Unwatch(database)
 		}
 	}()
 	endSessions(ctx, inst, owner, true)
+	if err := refuseXA(ctx, inst, opts.Binlog, database, "the external build"); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	opts.progress(PhaseCapturing, 0, 0, "")
 	if err := settle(ctx, inst, ddl, database); err != nil {
@@ -260,9 +323,13 @@ func FinishExternal(ctx context.Context, inst *instance.Member, ddl *strategies.
 	return &Built{Database: database, Owner: owner, Schema: s, Capture: time.Since(start)}, nil
 }
 
-// AbortExternal drops an external build's database and account.
-func AbortExternal(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database, owner string) {
+// AbortExternal drops an external build's database and account, after
+// rolling back the XA transactions the build left prepared in it.
+func AbortExternal(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, log *binlog.Log, database, owner string) {
 	endSessions(ctx, inst, owner, true)
 	_ = accounts.Drop(ctx, inst.DB, owner)
-	_ = schema.Drop(ctx, inst.DB, ddl, database)
+	dropBuilt(ctx, inst, ddl, log, database)
+	if log != nil {
+		log.Unwatch(database)
+	}
 }
