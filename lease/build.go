@@ -38,6 +38,9 @@ func (m *Manager) completeFirst(ctx context.Context, t *template, rep *replica, 
 	if err == nil && rep.host.dead {
 		err = testdbd.Errorf(testdbd.EUnavailable, "server instance %s died during the build: %v", rep.host.ID(), rep.host.deathErr)
 	}
+	if err != nil && m.ctx.Err() != nil {
+		err = stoppedByShutdown(t)
+	}
 	if err != nil {
 		t.state, t.err = templates.Failed, err
 		t.userError = migrations.IsBuildError(err)
@@ -47,6 +50,10 @@ func (m *Manager) completeFirst(ctx context.Context, t *template, rep *replica, 
 		m.refreshCurrentLocked(t.name)
 		m.reapLocked(t)
 		m.mu.Unlock()
+		if m.ctx.Err() != nil {
+			m.log.Info("template build stopped: the daemon is shutting down", "template", t.name)
+			return
+		}
 		m.log.Warn("template build failed", "template", t.name, "err", err)
 		m.event("error", "template_failed", fmt.Sprintf("template %s failed to build: %v", t.name, err), t.name, "", "", "")
 		return

@@ -210,6 +210,10 @@ func (m *Manager) FinishExternal(ctx context.Context, name, hash string, async b
 	if !async {
 		select {
 		case <-t.done:
+		case <-m.ctx.Done():
+			if !isClosed(t.done) {
+				return m.templateInfo(t), stoppedByShutdown(t)
+			}
 		case <-ctx.Done():
 			return m.templateInfo(t), testdbd.Errorf(testdbd.ETimeout,
 				"template %s is still being captured (%v): wait for it with GetTemplate or testdbd template wait", name, ctx.Err())

@@ -145,6 +145,10 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (te
 	if !req.Async {
 		select {
 		case <-t.done:
+		case <-m.ctx.Done():
+			if !isClosed(t.done) {
+				return m.templateInfo(t), stoppedByShutdown(t)
+			}
 		case <-ctx.Done():
 			return m.templateInfo(t), testdbd.Errorf(testdbd.ETimeout,
 				"template %s is still building (%v): call again to keep waiting, or pass async", t.name, ctx.Err())
