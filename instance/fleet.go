@@ -44,6 +44,11 @@ type Fleet struct {
 	starting int
 	closed   bool
 	wg       sync.WaitGroup
+	// starts counts the Starts in progress; closing cancels them (Close
+	// waits for them to end and remove what they started).
+	starts       sync.WaitGroup
+	closing      context.Context
+	cancelStarts context.CancelFunc
 }
 
 // Member is a running instance with the daemon's administrative connections.
@@ -84,7 +89,8 @@ func NewFleet(provider testdbd.Provider, cfg FleetConfig) *Fleet {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Fleet{provider: provider, cfg: cfg, log: cfg.Logger}
+	closing, cancel := context.WithCancel(context.Background())
+	return &Fleet{provider: provider, cfg: cfg, log: cfg.Logger, closing: closing, cancelStarts: cancel}
 }
 
 // Provider returns the fleet's provider.
@@ -109,7 +115,12 @@ func (f *Fleet) Start(ctx context.Context) (*Member, error) {
 			"server instance limit reached (%d of --max-instances=%d running or starting)", n, f.cfg.MaxInstances)
 	}
 	f.starting++
+	f.starts.Add(1)
+	defer f.starts.Done()
 	f.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(f.closing, cancel)()
 	s, err := f.start(ctx)
 	f.mu.Lock()
 	f.starting--
@@ -290,17 +301,34 @@ func (s *Member) closeDBs() {
 	}
 }
 
-// Close stops every server and waits for the watchers to finish.
+// Close stops every server, all at once, and waits for the watchers to
+// finish. Servers still starting are stopped too: their starts are
+// canceled, and Close waits, bounded by ctx, until they have removed what
+// they started.
 func (f *Fleet) Close(ctx context.Context) error {
 	f.mu.Lock()
 	f.closed = true
 	servers := f.servers
 	f.servers = nil
 	f.mu.Unlock()
-	var errs []error
-	for _, s := range servers {
-		errs = append(errs, s.stop(ctx))
+	f.cancelStarts()
+	errs := make([]error, len(servers)+1)
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.stop(ctx)
+		}()
 	}
+	started := make(chan struct{})
+	go func() { f.starts.Wait(); close(started) }()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		errs[len(servers)] = fmt.Errorf("servers still starting: %w", ctx.Err())
+	}
+	wg.Wait()
 	f.wg.Wait()
 	return errors.Join(errs...)
 }

@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/accounts"
 	"github.com/testdbd/testdbd/migrations"
+	"github.com/testdbd/testdbd/schema"
+	"github.com/testdbd/testdbd/strategies"
 	"github.com/testdbd/testdbd/templates"
 )
 
@@ -38,6 +41,9 @@ func (m *Manager) completeFirst(ctx context.Context, t *template, rep *replica, 
 	if err == nil && rep.host.dead {
 		err = testdbd.Errorf(testdbd.EUnavailable, "server instance %s died during the build: %v", rep.host.ID(), rep.host.deathErr)
 	}
+	if err != nil && m.ctx.Err() != nil {
+		err = stoppedByShutdown(t)
+	}
 	if err != nil {
 		t.state, t.err = templates.Failed, err
 		t.userError = migrations.IsBuildError(err)
@@ -47,6 +53,10 @@ func (m *Manager) completeFirst(ctx context.Context, t *template, rep *replica, 
 		m.refreshCurrentLocked(t.name)
 		m.reapLocked(t)
 		m.mu.Unlock()
+		if m.ctx.Err() != nil {
+			m.log.Info("template build stopped: the daemon is shutting down", "template", t.name)
+			return
+		}
 		m.log.Warn("template build failed", "template", t.name, "err", err)
 		m.event("error", "template_failed", fmt.Sprintf("template %s failed to build: %v", t.name, err), t.name, "", "", "")
 		return
@@ -110,7 +120,8 @@ func (m *Manager) imageHeader(t *template, rep *replica) templates.ImageHeader {
 // template restores it from the cache when the cache has it, else runs the
 // migrations and the seed; later replicas run the migrations again, or,
 // for a template that has none the daemon can run (external, cached),
-// copy an existing replica. The first build records its timings.
+// copy an existing replica (see otherReplica). The first build records its
+// timings. What a build that fails made on st is dropped (discardBuild).
 func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first bool) (*replica, error) {
 	// Two templates may have the same content (under different names, or
 	// one replacing a failed build): each gets a database of its own.
@@ -129,14 +140,7 @@ func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first
 		t.build.Provision += time.Since(waitStart)
 		m.mu.Unlock()
 	}
-	opts := templates.BuildOptions{Timeout: t.buildTimeout, Log: m.log.With("template", t.name), Binlog: st.binlog}
-	if first {
-		opts.Progress = func(phase string, step, steps int, migration string) {
-			m.mu.Lock()
-			t.progress = templates.Progress{Phase: phase, Step: step, Steps: steps, Migration: migration}
-			m.mu.Unlock()
-		}
-	}
+	opts := m.buildOptions(t, st, first)
 	var built *templates.Built
 	var err error
 	restored := false
@@ -150,7 +154,7 @@ func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first
 	case first:
 		err = testdbd.Errorf(testdbd.EUnavailable, "template %s: its image in the template cache could not be used (see the daemon's log): begin its build again", t.name)
 	default:
-		built, err = m.copyReplica(ctx, t, st, name, opts)
+		built, err = m.otherReplica(ctx, t, st, name, opts)
 	}
 	<-m.buildSlots
 	if err != nil {
@@ -163,6 +167,64 @@ func (m *Manager) buildReplica(ctx context.Context, t *template, st *host, first
 		m.mu.Unlock()
 	}
 	return m.addReplica(t, st, built)
+}
+
+// buildOptions are the options of a build of t on st: its time limit, its
+// progress (the first build's), and discardBuild for what a failed one
+// made.
+func (m *Manager) buildOptions(t *template, st *host, first bool) templates.BuildOptions {
+	opts := templates.BuildOptions{Timeout: t.buildTimeout, Log: m.log.With("template", t.name), Binlog: st.binlog,
+		Discard: func(ctx context.Context, database string, users ...string) {
+			m.discardBuild(ctx, t, st, database, users...)
+		}}
+	if first {
+		opts.Progress = func(phase string, step, steps int, migration string) {
+			m.mu.Lock()
+			t.progress = templates.Progress{Phase: phase, Step: step, Steps: steps, Migration: migration}
+			m.mu.Unlock()
+		}
+	}
+	return opts
+}
+
+// otherReplica makes database name on st another replica of t, a template
+// the daemon does not build from migrations (external, or restored from
+// the cache): a copy of a replica on a live server, or, when no server
+// holds one any more (they died), t's image in the template cache, or the
+// migrations the daemon has of it (a cached build of migrations). So a
+// template whose servers all died heals on a new one by itself.
+func (m *Manager) otherReplica(ctx context.Context, t *template, st *host, name string, opts templates.BuildOptions) (*templates.Built, error) {
+	if src := m.liveReplica(t); src != nil {
+		return m.copyReplica(ctx, t, src, st, name, opts)
+	}
+	if built, _, ok := m.loadCached(ctx, t, st, name, opts); ok {
+		m.log.Info("template restored from the cache on a new server: no server held it any more", "template", t.name,
+			"hash", templates.Short(t.hash), "instance", st.ID())
+		return built, nil
+	}
+	m.mu.Lock()
+	migratable := t.cachedSource == templates.SourceMigrations && (len(t.src.Files) > 0 || t.src.Seed != "")
+	m.mu.Unlock()
+	if migratable {
+		m.log.Info("template built again from its migrations on a new server: no server held it any more and the cache has no image of it",
+			"template", t.name, "hash", templates.Short(t.hash), "instance", st.ID())
+		return templates.Build(ctx, st.Member, st.ddl, name, t.src, opts)
+	}
+	return nil, testdbd.Errorf(testdbd.EUnavailable,
+		"template %s has no server left to copy it from and the template cache has no image of it (it was built by your own migrator): begin its build again",
+		t.name)
+}
+
+// liveReplica returns a replica of t on a live server, or nil.
+func (m *Manager) liveReplica(t *template) *replica {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, rep := range t.replicas {
+		if !rep.broken && !rep.host.dead {
+			return rep
+		}
+	}
+	return nil
 }
 
 // addReplica records a template database built on st as a replica of t.
@@ -179,19 +241,36 @@ func (m *Manager) addReplica(t *template, st *host, built *templates.Built) (*re
 	return rep, nil
 }
 
-// restoreFromCache loads t's image from the cache into database name on
-// st, when the cache has a usable one. An image that cannot be used is
-// dropped from the cache, and the template is built from its migrations.
+// restoreFromCache is the first build of t from its image in the cache,
+// when the cache has a usable one (see loadCached): the template's source
+// is then the cache.
 func (m *Manager) restoreFromCache(ctx context.Context, t *template, st *host, name string, opts templates.BuildOptions) (*templates.Built, bool) {
-	if m.cache == nil {
+	start := time.Now()
+	built, hdr, ok := m.loadCached(ctx, t, st, name, opts)
+	if !ok {
 		return nil, false
+	}
+	m.mu.Lock()
+	t.source, t.cachedSource = templates.SourceCache, hdr.Source
+	t.result = migrations.Result{Version: hdr.Version, Applied: hdr.Migrations}
+	t.build.Restore = time.Since(start)
+	m.mu.Unlock()
+	m.log.Info("template restored from the cache", "template", t.name, "hash", templates.Short(t.hash), "took", time.Since(start).Round(time.Millisecond))
+	return built, true
+}
+
+// loadCached loads t's image from the cache into database name on st,
+// when the cache has a usable one. An image that cannot be used is
+// dropped from the cache (the caller builds the template otherwise).
+func (m *Manager) loadCached(ctx context.Context, t *template, st *host, name string, opts templates.BuildOptions) (*templates.Built, *templates.ImageHeader, bool) {
+	if m.cache == nil {
+		return nil, nil, false
 	}
 	f, err := m.cache.Open(t.hash)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	defer f.Close()
-	start := time.Now()
 	hdr, rows, closer, err := templates.ReadImageHeader(f)
 	if err == nil {
 		defer closer.Close()
@@ -204,37 +283,18 @@ func (m *Manager) restoreFromCache(ctx context.Context, t *template, st *host, n
 		built, err = templates.LoadImage(ctx, st.Member, st.ddl, name, hdr, rows, opts)
 	}
 	if err != nil {
-		if !isCanceled(err) {
-			m.log.Warn("template cache entry not used: building from the migrations", "template", t.name, "hash", templates.Short(t.hash), "err", err)
+		if !isCanceled(err) && !m.hostDead(st) {
+			m.log.Warn("template cache entry not used", "template", t.name, "hash", templates.Short(t.hash), "err", err)
 			m.cache.Remove(t.hash)
 		}
-		return nil, false
+		return nil, nil, false
 	}
-	m.mu.Lock()
-	t.source, t.cachedSource = templates.SourceCache, hdr.Source
-	t.result = migrations.Result{Version: hdr.Version, Applied: hdr.Migrations}
-	t.build.Restore = time.Since(start)
-	m.mu.Unlock()
-	m.log.Info("template restored from the cache", "template", t.name, "hash", templates.Short(t.hash), "took", time.Since(start).Round(time.Millisecond))
-	return built, true
+	return built, hdr, true
 }
 
-// copyReplica makes database name on st a copy of one of t's replicas,
+// copyReplica makes database name on st a copy of src, a replica of t,
 // through an image streamed from its server.
-func (m *Manager) copyReplica(ctx context.Context, t *template, st *host, name string, opts templates.BuildOptions) (*templates.Built, error) {
-	m.mu.Lock()
-	var src *replica
-	for _, rep := range t.replicas {
-		if !rep.broken && !rep.host.dead {
-			src = rep
-			break
-		}
-	}
-	m.mu.Unlock()
-	if src == nil {
-		return nil, testdbd.Errorf(testdbd.EUnavailable,
-			"template %s has no server left to copy it from (it was not built from migrations the daemon can run again): ensure it again", t.name)
-	}
+func (m *Manager) copyReplica(ctx context.Context, t *template, src *replica, st *host, name string, opts templates.BuildOptions) (*templates.Built, error) {
 	hdr := m.imageHeader(t, src)
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(templates.WriteImage(ctx, src.host.DB, hdr, pw)) }()
@@ -249,4 +309,55 @@ func (m *Manager) copyReplica(ctx context.Context, t *template, st *host, name s
 		return nil, fmt.Errorf("copy template %s from instance %s: %w", t.name, src.host.ID(), err)
 	}
 	return built, nil
+}
+
+// discardTimeout bounds discardBuild's own attempt; a drop that does not
+// succeed within it goes on in the background.
+const discardTimeout = 30 * time.Second
+
+// discardBuild drops what a build of t that failed made on st, before the
+// failure is reported (templates.BuildOptions.Discard): the XA
+// transactions the build's sessions left prepared that wrote to database
+// (the binary log shows which: their changes would wait for anyone who
+// knows their xid to commit them, and their locks would hold the drop),
+// the build's accounts, and database. It logs what it dropped; a drop that
+// fails is tried again in the background (dropDatabase). Once the daemon
+// is shutting down it drops nothing: the server goes, and its data with it.
+func (m *Manager) discardBuild(ctx context.Context, t *template, st *host, database string, users ...string) {
+	if m.ctx.Err() != nil || m.hostDead(st) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, discardTimeout)
+	defer cancel()
+	var rolled []string
+	err := func() error {
+		for _, u := range users {
+			if err := accounts.Drop(ctx, st.DB, u); err != nil {
+				return err
+			}
+		}
+		if st.binlog != nil {
+			ids, _, err := st.binlog.RollBackXA(ctx, st.DB, database)
+			for _, id := range ids {
+				rolled = append(rolled, id.String())
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := schema.Drop(ctx, st.DB, st.ddl, database); err != nil {
+			return strategies.ExplainLockWait(ctx, st.DB, err)
+		}
+		return nil
+	}()
+	if err != nil {
+		if !m.hostDead(st) {
+			m.log.Warn("drop what a failed build made: trying again in the background", "template", t.name, "instance", st.ID(),
+				"database", database, "accounts", users, "xa_rolled_back", rolled, "err", err)
+			m.dropDatabase(st, database, "its build failed", users...)
+		}
+		return
+	}
+	m.log.Info("dropped what a failed build made", "template", t.name, "instance", st.ID(),
+		"database", database, "accounts", users, "xa_rolled_back", rolled)
 }

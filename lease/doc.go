@@ -9,17 +9,18 @@
 // Files by concern: manager.go (the Manager, its life and background
 // work), template.go (templates' states, ensures, which build a name
 // resolves to, and retirement), build.go (building template databases:
-// the first build, the cache, replicas on other servers), pool.go (worker
-// databases and the filler that keeps pools full), lease.go (acquire,
-// renew, reset, release, expiry), hosts.go (instances as the manager sees
-// them), capacity.go (the memory budget), space.go (the per-lease and
-// per-server space limits), health.go (templates whose databases cannot
-// be made, and their backoff), xa.go (the XA transactions a test's ended
-// sessions left prepared), engines.go (several engines per daemon),
-// external.go (templates built by a migrator of the caller's), record.go
-// (the ids of the live leases, kept in the state directory so that a
-// restarted daemon can say what became of them), types.go (the requests
-// and descriptions the API exchanges).
+// the first build, the cache, replicas on other servers, what a failed
+// build leaves), pool.go (worker databases and the filler that keeps
+// pools full), lease.go (acquire, renew, reset, release, expiry),
+// hosts.go (instances as the manager sees them), capacity.go (the memory
+// budget), space.go (the per-lease and per-server space limits),
+// health.go (templates whose databases cannot be made, and their
+// backoff), xa.go (the XA transactions a test's ended sessions left
+// prepared), engines.go (several engines per daemon), external.go
+// (templates built by a migrator of the caller's), record.go (the ids of
+// the live leases, kept in the state directory so that a restarted daemon
+// can say what became of them), types.go (the requests and descriptions
+// the API exchanges).
 //
 // It is larger than the other packages on purpose: pools, leases and
 // capacity share one lock (Manager.mu), so that "no database is held by

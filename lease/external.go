@@ -58,13 +58,20 @@ func (m *Manager) BeginExternal(ctx context.Context, req templates.ExternalReque
 		return templates.Info{}, nil, errClosed
 	}
 	t := m.buildOfLocked(req.Name, hash)
-	if t != nil && !(t.state == templates.Failed && t.source == templates.SourceExternal) {
+	stranded := t != nil && m.strandedLocked(t)
+	if t != nil && !(t.state == templates.Failed && t.source == templates.SourceExternal) && !stranded {
+		if t.state == templates.Ready {
+			m.healLocked(t)
+		}
 		t.ensured = time.Now()
 		m.refreshCurrentLocked(req.Name)
 		m.mu.Unlock()
 		return m.templateInfo(t), nil, nil
 	}
-	if t != nil {
+	switch {
+	case stranded:
+		m.retireLocked(t, fmt.Sprintf("template %s (%s) is built again: no server holds it any more", t.name, templates.Short(t.hash)))
+	case t != nil:
 		m.retireLocked(t, fmt.Sprintf("template %s (%s) is built again: its build failed", t.name, templates.Short(t.hash)))
 	}
 	now := time.Now()
@@ -189,11 +196,7 @@ func (m *Manager) FinishExternal(ctx context.Context, name, hash string, async b
 	m.mu.Unlock()
 	m.goBackground(func(context.Context) {
 		start := t.began
-		opts := templates.BuildOptions{Log: m.log.With("template", t.name), Binlog: x.host.binlog, Progress: func(phase string, step, steps int, migration string) {
-			m.mu.Lock()
-			t.progress = templates.Progress{Phase: phase, Step: step, Steps: steps, Migration: migration}
-			m.mu.Unlock()
-		}}
+		opts := m.buildOptions(t, x.host, true)
 		built, err := templates.FinishExternal(t.ctx, x.host.Member, x.host.ddl, x.database, x.owner.User, opts)
 		m.mu.Lock()
 		t.ext = nil
@@ -210,6 +213,10 @@ func (m *Manager) FinishExternal(ctx context.Context, name, hash string, async b
 	if !async {
 		select {
 		case <-t.done:
+		case <-m.ctx.Done():
+			if !isClosed(t.done) {
+				return m.templateInfo(t), stoppedByShutdown(t)
+			}
 		case <-ctx.Done():
 			return m.templateInfo(t), testdbd.Errorf(testdbd.ETimeout,
 				"template %s is still being captured (%v): wait for it with GetTemplate or testdbd template wait", name, ctx.Err())
@@ -232,11 +239,34 @@ func (m *Manager) AbortExternal(ctx context.Context, name, hash, reason string) 
 	if reason == "" {
 		reason = "the caller aborted it"
 	}
-	templates.AbortExternal(context.WithoutCancel(ctx), x.host.Member, x.host.ddl, x.host.binlog, x.database, x.owner.User)
+	m.endExternal(ctx, t, x, reason)
+	return m.templateInfo(t), nil
+}
+
+// endExternal ends t's external build x, taken (finishing), without a
+// template: the build's sessions end, what it made is dropped
+// (discardBuild), and the template is FAILED with reason.
+func (m *Manager) endExternal(ctx context.Context, t *template, x *externalBuild, reason string) {
+	templates.EndBuild(context.WithoutCancel(ctx), x.host.Member, x.owner.User)
+	m.discardBuild(context.WithoutCancel(ctx), t, x.host, x.database, x.owner.User)
+	if x.host.binlog != nil {
+		x.host.binlog.Unwatch(x.database)
+	}
 	m.mu.Lock()
 	t.ext = nil
 	m.mu.Unlock()
-	m.log.Info("external template build aborted", "template", name, "hash", templates.Short(hash), "reason", reason)
+	m.log.Info("external template build aborted", "template", t.name, "hash", templates.Short(t.hash), "reason", reason)
 	m.completeFirst(t.ctx, t, nil, errors.New("external build aborted: "+reason), t.began)
-	return m.templateInfo(t), nil
+}
+
+// abortExternalLocked ends t's external build, if the caller's migrator
+// is still at it, in the background: t is retired for why.
+func (m *Manager) abortExternalLocked(t *template, why string) {
+	x := t.ext
+	if x == nil || x.finishing {
+		return
+	}
+	x.finishing = true
+	x.timer.Stop()
+	m.goBackground(func(ctx context.Context) { m.endExternal(ctx, t, x, why) })
 }

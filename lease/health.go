@@ -41,7 +41,7 @@ func (m *Manager) troubleLocked(t *template, rep *replica, err error) {
 			"database", rep.db, "instance", rep.host.ID(), "err", err)
 		m.forgetReplicaLocked(t, rep)
 	}
-	reason := fmt.Sprintf("template %s cannot make databases now: %s (testdbd tries again in %v)", t.name, h.trouble, backoff.Round(time.Millisecond))
+	reason := fmt.Sprintf("template %s cannot make databases now: %s (%s)", t.name, h.trouble, retryIn(h.retryAt))
 	for _, w := range t.waiters {
 		w.reason = reason
 		close(w.gone)
@@ -57,8 +57,39 @@ func (t *template) troubledLocked() string {
 	if t.health.trouble == "" {
 		return ""
 	}
-	return fmt.Sprintf("template %s cannot make databases now: %s (testdbd tries again in %v)",
-		t.name, t.health.trouble, time.Until(t.health.retryAt).Round(time.Millisecond))
+	return fmt.Sprintf("template %s cannot make databases now: %s (%s)", t.name, t.health.trouble, retryIn(t.health.retryAt))
+}
+
+// retryIn says when the filler tries again a template it backs off from
+// until at: in so long, or now once at has passed (the filler looks at
+// its templates every second, and at once when kicked).
+func retryIn(at time.Time) string {
+	if d := time.Until(at); d >= time.Millisecond {
+		return "testdbd tries again in " + d.Round(time.Millisecond).String()
+	}
+	return "testdbd is trying again now"
+}
+
+// healLocked is an ensure of t, a ready template, again: when t cannot
+// make databases, the filler tries again now instead of after its backoff
+// (the caller asks for it; a server it lacked may be back).
+func (m *Manager) healLocked(t *template) {
+	if t.health.trouble != "" {
+		m.log.Info("template ensured again while it cannot make databases: trying again now", "template", t.name,
+			"hash", templates.Short(t.hash), "trouble", t.health.trouble)
+		t.health = health{}
+	}
+	m.kickFill()
+}
+
+// strandedLocked reports whether t is ready but can never make databases
+// again: no server holds it, and neither the template cache nor
+// migrations the daemon has can make it (an external build whose servers
+// died, with no cache; a replica being built can only fail): the caller
+// builds it again.
+func (m *Manager) strandedLocked(t *template) bool {
+	return t.state == templates.Ready && len(t.replicas) == 0 &&
+		t.source != templates.SourceMigrations && t.cachedSource != templates.SourceMigrations && !m.cache.Has(t.hash)
 }
 
 // backingOffLocked reports whether the filler must not try t yet.

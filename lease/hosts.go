@@ -148,6 +148,9 @@ func (m *Manager) serverForTemplate(ctx context.Context, t *template) (*host, er
 // startServer starts a server of f's engine within --max-instances and the
 // memory budget.
 func (m *Manager) startServer(ctx context.Context, f *instance.Fleet) (*host, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
 	if reason := m.memoryBlocks(instanceEstimate); reason != "" {
 		return nil, testdbd.Errorf(testdbd.EExhausted, "cannot start another server: %s", reason)
 	}

@@ -222,6 +222,9 @@ func (m *Manager) readyBuild(ctx context.Context, name, hash string, wait time.D
 		select {
 		case <-done:
 			timer.Stop()
+		case <-m.ctx.Done():
+			timer.Stop()
+			return nil, errClosed
 		case <-timer.C:
 			return nil, testdbd.Errorf(testdbd.EUnavailable,
 				"template %s is still building after the acquire waited %s for it: wait for the build (testdbd template wait %s), then acquire, or pass a longer wait_timeout_ms", name, wait.Round(time.Millisecond), name)

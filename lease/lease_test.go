@@ -52,7 +52,10 @@ func newEnv(t *testing.T, p testenv.Provider, maxInstances int, cfg lease.Config
 		MaxInstances: maxInstances, Logger: testenv.Logger(t),
 		OnDeath: func(s *instance.Member, err error) { e.m.OnInstanceDeath(s, err) },
 	})
-	cfg.Fleet, cfg.Logger = e.fleet, testenv.Logger(t)
+	cfg.Fleet = e.fleet
+	if cfg.Logger == nil {
+		cfg.Logger = testenv.Logger(t)
+	}
 	e.m = lease.New(cfg)
 	e.m.Open()
 	t.Cleanup(func() {

@@ -106,8 +106,8 @@ type Manager struct {
 	stats *stats.Recorder
 	mem   memory
 
-	ctx      context.Context // canceled by Close
-	cancel   context.CancelFunc
+	ctx      context.Context // canceled, with errClosed, by Shutdown
+	cancel   context.CancelCauseFunc
 	wg       sync.WaitGroup
 	bgMu     sync.Mutex // orders wg.Add before Close's wg.Wait
 	bgClosed bool
@@ -162,7 +162,7 @@ func New(cfg Config) *Manager {
 	if cfg.MigrationsRoot == "" {
 		cfg.MigrationsRoot, _ = os.Getwd()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	var cache *templates.Cache
 	if cfg.CacheDir != "" {
 		cache = &templates.Cache{Dir: cfg.CacheDir, MaxBytes: cfg.CacheBytes}
@@ -195,9 +195,14 @@ func (m *Manager) Open() {
 	go m.xaLoop()
 }
 
-// Close stops background work and waits for it. Servers are the fleet's to
-// stop.
-func (m *Manager) Close(ctx context.Context) error {
+// Shutdown begins the manager's end, and returns: nothing new starts (no
+// build, replica, server or pool fill; ensures and acquires fail with
+// errClosed), builds and background work are stopped (their context is
+// canceled with errClosed), and callers waiting for a build or a database
+// are told, Unavailable, that the daemon is shutting down. Calls in flight
+// thus end at once, before the API waits for them. Close waits for the
+// background work to end.
+func (m *Manager) Shutdown() {
 	m.mu.Lock()
 	m.closed = true
 	for _, l := range m.leases {
@@ -220,7 +225,13 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.bgMu.Lock()
 	m.bgClosed = true
 	m.bgMu.Unlock()
-	m.cancel()
+	m.cancel(errClosed)
+}
+
+// Close stops background work (Shutdown) and waits for it, bounded by ctx.
+// Servers are the fleet's to stop.
+func (m *Manager) Close(ctx context.Context) error {
+	m.Shutdown()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	select {
@@ -271,14 +282,32 @@ func (m *Manager) nextSeq() int64 {
 	return m.seq
 }
 
-// errClosed is returned once Close has begun.
+// errClosed is returned once Shutdown has begun.
 var errClosed = testdbd.Errorf(testdbd.EUnavailable, "the daemon is shutting down")
+
+// stoppedByShutdown is the error of a build that the daemon's shutdown
+// stopped (whatever the build was doing, it failed because its context
+// ended): Unavailable, as every call the shutdown ends.
+func stoppedByShutdown(t *template) error {
+	return testdbd.Errorf(testdbd.EUnavailable,
+		"the daemon is shutting down: the build of template %s was stopped; ensure it again once the daemon is back", t.name)
+}
 
 // pause waits d or until ctx ends.
 func pause(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
+	}
+}
+
+// isClosed reports whether ch is closed (a done channel).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

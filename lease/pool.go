@@ -187,7 +187,7 @@ func (m *Manager) addServerLocked(t *template) {
 			t.blocked = "starting another server failed: " + err.Error()
 		}
 		m.mu.Unlock()
-		if err != nil && !isCanceled(err) {
+		if err != nil && !isCanceled(err) && ctx.Err() == nil {
 			m.log.Error("start server", "err", err)
 			m.event("error", "instance_start_failed", "starting another server failed: "+err.Error(), t.name, "", "", "")
 			pause(ctx, time.Second) // do not spin on a server that cannot start
@@ -225,20 +225,24 @@ func (m *Manager) startReplicaLocked(t *template, st *host) {
 	m.jobs++
 	m.goBackground(func(context.Context) {
 		ctx := t.ctx
-		m.log.Info("building a template replica", "template", t.name, "instance", st.ID())
-		_, err := m.buildReplica(ctx, t, st, false)
+		var err error
+		if ctx.Err() == nil { // else retired, or the daemon is shutting down, since
+			m.log.Info("building a template replica", "template", t.name, "instance", st.ID())
+			_, err = m.buildReplica(ctx, t, st, false)
+		}
+		// A build stopped because t was retired or the daemon is shutting
+		// down is no trouble of t's.
+		failed := err != nil && !isCanceled(err) && ctx.Err() == nil
 		m.mu.Lock()
 		m.jobs--
 		delete(t.building, st.ID())
-		if err != nil {
+		if failed {
 			t.blocked = fmt.Sprintf("building the template on instance %s failed: %v", st.ID(), err)
-			if !isCanceled(err) {
-				m.troubleLocked(t, nil, err)
-			}
+			m.troubleLocked(t, nil, err)
 		}
 		m.reapLocked(t)
 		m.mu.Unlock()
-		if err != nil && !isCanceled(err) {
+		if failed {
 			m.log.Error("build template replica", "template", t.name, "instance", st.ID(), "err", err)
 			m.event("error", "clone_failed", "building the template database failed: "+err.Error(), t.name, "", st.ID(), "")
 			pause(ctx, time.Second)

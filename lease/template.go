@@ -137,7 +137,9 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (te
 	if t != nil && !(t.state == templates.Failed && !t.userError) {
 		if t.state == templates.Ready && req.PoolSize != 0 && req.PoolSize != t.poolSize {
 			t.poolSize = req.PoolSize
-			m.kickFill()
+		}
+		if t.state == templates.Ready {
+			m.healLocked(t)
 		}
 		t.ensured = time.Now()
 	} else {
@@ -149,6 +151,10 @@ func (m *Manager) EnsureTemplate(ctx context.Context, req templates.Request) (te
 	if !req.Async {
 		select {
 		case <-t.done:
+		case <-m.ctx.Done():
+			if !isClosed(t.done) {
+				return m.templateInfo(t), stoppedByShutdown(t)
+			}
 		case <-ctx.Done():
 			return m.templateInfo(t), testdbd.Errorf(testdbd.ETimeout,
 				"template %s is still building (%v): call again to keep waiting, or pass async", t.name, ctx.Err())
@@ -307,6 +313,7 @@ func (m *Manager) retireLocked(t *template, why string) {
 	}
 	t.retired, t.current = true, false
 	t.cancel(errors.New(why))
+	m.abortExternalLocked(t, why)
 	for _, w := range t.waiters {
 		w.reason = fmt.Sprintf("template %s (%s) was retired: %s", t.name, templates.Short(t.hash), why)
 		close(w.gone)

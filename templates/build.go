@@ -35,6 +35,27 @@ type BuildOptions struct {
 	// refuseXA), and whatever they left prepared is rolled back before the
 	// database is dropped.
 	Binlog *binlog.Log
+	// Discard, when set, is handed what a build that fails made on the
+	// server (its database and its account, the account's sessions ended)
+	// instead of the build dropping them itself: the caller knows more
+	// (the XA transactions the build's sessions left prepared, whose
+	// locks would hold the drop) and logs what it drops. ctx is the
+	// build's, uncanceled.
+	Discard func(ctx context.Context, database string, users ...string)
+}
+
+// discard drops what a failed build made on inst: database and users,
+// through Discard when set, else itself (errors ignored).
+func (o BuildOptions) discard(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database string, users ...string) {
+	ctx = context.WithoutCancel(ctx)
+	if o.Discard != nil {
+		o.Discard(ctx, database, users...)
+		return
+	}
+	for _, u := range users {
+		_ = accounts.Drop(ctx, inst.DB, u)
+	}
+	dropBuilt(ctx, inst, ddl, o.Binlog, database)
 }
 
 func (o BuildOptions) progress(phase string, step, steps int, migration string) {
@@ -67,15 +88,16 @@ type Built struct {
 //
 // Canceling ctx (the template was deleted or replaced, the daemon stops)
 // or passing opts.Timeout kills the build's statement on the server. On
-// failure the database and the account are dropped; a failure of the
-// user's migrations or seed is a *migrations.BuildError.
+// failure the build's sessions are ended and the database and the account
+// dropped (opts.Discard); a failure of the user's migrations or seed is a
+// *migrations.BuildError.
 func Build(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database string, src migrations.Source, opts BuildOptions) (_ *Built, err error) {
 	if err := ddl.Exec(ctx, inst.DB, 1, "CREATE DATABASE "+schema.Quote(database)); err != nil {
 		return nil, fmt.Errorf("create template database: %w", err)
 	}
 	owner, err := accounts.Create(ctx, inst.DB, "tdbt_", database, buildConnections)
 	if err != nil {
-		_ = schema.Drop(context.WithoutCancel(ctx), inst.DB, ddl, database)
+		opts.discard(ctx, inst, ddl, database)
 		return nil, err
 	}
 	if opts.Binlog != nil {
@@ -84,9 +106,7 @@ func Build(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounte
 	}
 	defer func() {
 		if err != nil {
-			cleanup := context.WithoutCancel(ctx)
-			_ = accounts.Drop(cleanup, inst.DB, owner.User)
-			dropBuilt(cleanup, inst, ddl, opts.Binlog, database)
+			opts.discard(ctx, inst, ddl, database, owner.User)
 		}
 	}()
 	res, err := migrate(ctx, inst, ddl, owner, src, opts)
@@ -298,12 +318,15 @@ func BeginExternal(ctx context.Context, inst *instance.Member, ddl *strategies.D
 // the build's account is locked and its sessions ended (it stays as the
 // definer of what it created), then the database is settled and captured
 // as a build's; a build that prepared an XA transaction is refused (see
-// refuseXA). On failure the database and the account are dropped.
+// refuseXA). On failure the database and the account are dropped
+// (opts.Discard).
 func FinishExternal(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, database, owner string, opts BuildOptions) (_ *Built, err error) {
 	defer func() {
 		if err != nil {
-			AbortExternal(context.WithoutCancel(ctx), inst, ddl, opts.Binlog, database, owner)
-		} else if opts.Binlog != nil {
+			EndBuild(context.WithoutCancel(ctx), inst, owner)
+			opts.discard(ctx, inst, ddl, database, owner)
+		}
+		if opts.Binlog != nil {
 			opts.Binlog.Unwatch(database)
 		}
 	}()
@@ -326,10 +349,17 @@ func FinishExternal(ctx context.Context, inst *instance.Member, ddl *strategies.
 // AbortExternal drops an external build's database and account, after
 // rolling back the XA transactions the build left prepared in it.
 func AbortExternal(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCounter, log *binlog.Log, database, owner string) {
-	endSessions(ctx, inst, owner, true)
+	EndBuild(ctx, inst, owner)
 	_ = accounts.Drop(ctx, inst.DB, owner)
 	dropBuilt(ctx, inst, ddl, log, database)
 	if log != nil {
 		log.Unwatch(database)
 	}
+}
+
+// EndBuild locks a build's account and ends its sessions, which ends
+// their statements and transactions (a prepared XA transaction outlives
+// them: see BuildOptions.Discard).
+func EndBuild(ctx context.Context, inst *instance.Member, owner string) {
+	endSessions(ctx, inst, owner, true)
 }

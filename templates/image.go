@@ -426,9 +426,7 @@ func LoadImage(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCo
 	}
 	defer func() {
 		if err != nil {
-			cleanup := context.WithoutCancel(ctx)
-			_ = schema.Drop(cleanup, inst.DB, ddl, database)
-			_ = accounts.Drop(cleanup, inst.DB, owner.User)
+			opts.discard(ctx, inst, ddl, database, owner.User)
 		}
 	}()
 	conn, err := inst.DB.Conn(ctx)

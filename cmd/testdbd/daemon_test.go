@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +41,16 @@ type proc struct {
 	httpAddr string
 	grpcAddr string
 	exited   chan struct{}
+
+	mu  sync.Mutex
+	log []string // its log, a JSON object a line
+}
+
+// logLines returns what the daemon has logged so far.
+func (p *proc) logLines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.log...)
 }
 
 // startDaemon runs `testdbd serve` with free ports and waits until it logs
@@ -66,13 +77,18 @@ func startBinary(t *testing.T, binary, stateDir string, args ...string) *proc {
 	}
 	p := &proc{cmd: cmd, exited: make(chan struct{})}
 	ready := make(chan struct{})
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
 			if testing.Verbose() {
 				t.Log(line)
 			}
+			p.mu.Lock()
+			p.log = append(p.log, line)
+			p.mu.Unlock()
 			var entry struct {
 				Msg  string `json:"msg"`
 				GRPC string `json:"grpc"`
@@ -84,7 +100,8 @@ func startBinary(t *testing.T, binary, stateDir string, args ...string) *proc {
 			}
 		}
 	}()
-	go func() { _ = cmd.Wait(); close(p.exited) }()
+	// Wait closes the pipe: read it to its end (the daemon's exit) first.
+	go func() { <-read; _ = cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -139,10 +156,15 @@ func (p *proc) instances(t *testing.T) []instanceJSON {
 }
 
 // leftovers lists what remains of a state directory's servers: processes
-// whose command line names it, mounts under it, instance directories.
+// whose command line names it, mounts under it or under its servers' run
+// base (native.RunBase: their tmpfs mounts), instance directories.
 func leftovers(t *testing.T, stateDir string) []string {
 	t.Helper()
 	var found []string
+	runBase, err := native.RunBase(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range procs {
 		b, _ := os.ReadFile(f)
@@ -155,7 +177,7 @@ func leftovers(t *testing.T, stateDir string) []string {
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, line := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(line, " "+stateDir+"/") {
+		if strings.Contains(line, " "+stateDir+"/") || strings.Contains(line, " "+runBase+"/") {
 			found = append(found, "mount "+line)
 		}
 	}

@@ -134,7 +134,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.MigrationsRoot, "migrations-root", "", "the directory a request's migrations_dir must lie in (default: the working directory; / allows any path the daemon can read)")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for calls in flight")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM's shutdown may take: builds stop at once, calls in flight get two thirds of it, stopping the servers the rest")
 	reachFlags(fs, &cfg.Reach)
 	return fs
 }
@@ -480,13 +480,25 @@ func openKubernetes(ctx context.Context, cfg serveConfig, log *slog.Logger) (tes
 }
 
 // Close stops serving, then stops every server and removes their files.
+// The manager's shutdown begins first: builds stop, nothing new starts,
+// and calls waiting for a build or a database are answered Unavailable at
+// once instead of holding the API's drain. Calls in flight and the
+// manager's background work then get two thirds of the time to ctx's
+// deadline, and stopping the servers the rest at least, so that a call or
+// a build that runs to the deadline cannot leave a server, a tmpfs mount
+// or a container behind.
 func (d *daemon) Close(ctx context.Context) error {
 	var errs []error
+	if d.manager != nil {
+		d.manager.Shutdown()
+	}
+	drain, cancel := drainContext(ctx)
+	defer cancel()
 	if d.server != nil {
-		errs = append(errs, d.server.Close(ctx))
+		errs = append(errs, d.server.Close(drain))
 	}
 	if d.manager != nil {
-		errs = append(errs, d.manager.Close(ctx))
+		errs = append(errs, d.manager.Close(drain))
 	}
 	if d.fleet != nil {
 		errs = append(errs, d.fleet.Close(ctx))
@@ -501,4 +513,14 @@ func (d *daemon) Close(ctx context.Context) error {
 		errs = append(errs, p.Close(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// drainContext is ctx with two thirds of the time to its deadline: what
+// a shutdown gives calls in flight, keeping the rest for stopping servers.
+func drainContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)*2/3))
 }

@@ -231,20 +231,25 @@ func (s *Process) Info(ctx context.Context) testdbd.InstanceInfo {
 
 // Stop kills the server (its data is disposable), waits for it to exit and
 // removes its datadir, mount and record. It is safe to call more than once.
+// A server that has not exited when ctx ends (it was sent SIGKILL, so it
+// is on its way) has its files removed all the same: the mount is detached
+// at once and its memory freed when the process is gone. Stop then
+// returns ctx's error.
 func (s *Process) Stop(ctx context.Context) error {
 	return s.life.Stop(func() error {
 		s.kill()
+		var late error
 		if s.cmd != nil {
 			select {
 			case <-s.life.Done():
 			case <-ctx.Done():
-				return fmt.Errorf("stop instance %s: %w", s.id, ctx.Err())
+				late = fmt.Errorf("stop instance %s: it had not exited when the deadline passed (its files were removed): %w", s.id, ctx.Err())
 			}
 		}
 		err := removeInstanceFiles(s.dir, s.rec)
 		s.p.forget(s.id)
 		s.p.log.Info("server stopped", "instance", s.id)
-		return err
+		return errors.Join(late, err)
 	})
 }
 

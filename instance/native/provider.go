@@ -124,9 +124,19 @@ func (p *Provider) setUp(ctx context.Context) error {
 	return nil
 }
 
-// runBaseOf is where the instances of the state directory stateDir (an
-// absolute path) have their areas: /run/testdbd/<hash> as root,
-// /dev/shm/testdbd-<hash> otherwise.
+// RunBase is where the servers of the state directory stateDir have their
+// areas (datadir, tmpdir, socket, error log): /run/testdbd/<hash> as root,
+// each a tmpfs mount of its own, /dev/shm/testdbd-<hash> otherwise (unless
+// Config.DatadirRoot says otherwise).
+func RunBase(stateDir string) (string, error) {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return "", err
+	}
+	return runBaseOf(abs), nil
+}
+
+// runBaseOf is RunBase of stateDir, an absolute path.
 func runBaseOf(stateDir string) string {
 	sum := sha256.Sum256([]byte(stateDir))
 	hash := hex.EncodeToString(sum[:4])

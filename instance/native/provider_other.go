@@ -24,6 +24,9 @@ func New(context.Context, Config) (*Provider, error) { return nil, errLinuxOnly 
 // FindBinary fails, so that --provider auto picks docker.
 func FindBinary(string) (string, error) { return "", errLinuxOnly }
 
+// RunBase is "": no native provider runs here.
+func RunBase(string) (string, error) { return "", nil }
+
 // SweepStateDir does nothing: no native provider runs here.
 func SweepStateDir(context.Context, string, *slog.Logger) error { return nil }
 
