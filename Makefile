@@ -28,10 +28,11 @@ run: deps build
 ## test: the quick tier, at most 10 minutes here with warm caches: lint,
 ## the generated code's freshness, and go test -short -race of this module
 ## and the Go SDK: unit tests and the integration tests on the native
-## MariaDB server. Docker, Kubernetes, browser, package and example tests
-## skip, saying that make test-all runs them.
+## MariaDB server (which it installs, and requires: TESTDBD_REQUIRE_NATIVE).
+## Docker, Kubernetes, browser, package and example tests skip, saying
+## that make test-all runs them.
 test: deps lint check-generated
-	$(GO) test -short -race -count=1 -timeout 20m ./...
+	TESTDBD_REQUIRE_NATIVE=1 $(GO) test -short -race -count=1 -timeout 20m ./...
 	cd client && $(GO) test -short -race -count=1 -timeout 10m ./...
 
 ## test-all: the whole matrix, what .ci/run runs: cross builds, every image,
@@ -46,7 +47,7 @@ test: deps lint check-generated
 ## bench/ are modules of their own, which ./... does not include)
 .PHONY: test-all
 test-all: deps deps-examples deps-browser lint check-generated cross images image-testdbd
-	@K8S=$(K8S) IMAGE=$(IMAGE) scripts/k8s/with-cluster.sh $(GO) test -race -count=1 -timeout 80m ./...
+	@K8S=$(K8S) IMAGE=$(IMAGE) TESTDBD_REQUIRE_NATIVE=1 scripts/k8s/with-cluster.sh $(GO) test -race -count=1 -timeout 80m ./...
 	cd client && $(GO) test -race -count=1 -timeout 30m ./...
 	cd bench && $(GO) test -race -count=1 -timeout 20m ./...
 

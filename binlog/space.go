@@ -15,7 +15,7 @@ import (
 // The binary log takes space on the server's datadir that no database
 // holds: every row a test writes is written there once more. Tidy keeps it
 // small (the servers also start a new file every few megabytes,
-// instance.MaxBinlogBytes), and Written tells whose writes the files not
+// instance.BinlogFileBytes), and Written tells whose writes the files not
 // purged yet hold.
 
 type binlogFile struct {

@@ -80,13 +80,13 @@ var explainLine = regexp.MustCompile(`(?i)\[(ERROR|FATAL)\]|got signal \d+|asser
 // last 2 lines if they are not among them, joined with " | " and at most
 // about 2,000 characters long.
 func Explain(log string) string {
-	return pick(logLines(log), explainLine.MatchString)
+	return pick(logLines(log), explainLine.MatchString, 2)
 }
 
 // pick returns the last lines (at most 8) that keep accepts, then the last
-// 2 lines if they are not among them, joined with " | " ("…" marks lines
+// tail lines if they are not among them, joined with " | " ("…" marks lines
 // left out between them) and at most about 2,000 characters long.
-func pick(lines []string, keep func(string) bool) string {
+func pick(lines []string, keep func(string) bool, tail int) string {
 	var picked []int
 	for i, l := range lines {
 		if keep(l) {
@@ -96,7 +96,7 @@ func pick(lines []string, keep func(string) bool) string {
 	if len(picked) > 8 {
 		picked = picked[len(picked)-8:]
 	}
-	for i := max(len(lines)-2, 0); i < len(lines); i++ {
+	for i := max(len(lines)-tail, 0); i < len(lines); i++ {
 		if len(picked) == 0 || picked[len(picked)-1] < i {
 			picked = append(picked, i)
 		}
@@ -218,14 +218,18 @@ var headerError = regexp.MustCompile(`^[0-9TZ:.\- ]+\[(ERROR|FATAL)\]`)
 // deathMarker matches the lines with which a server reports its own end:
 // a fatal signal (MariaDB "[ERROR] mysqld got signal 11 ;", MySQL "… UTC -
 // mysqld got signal 11 ;"), a failed assertion, an abort, running out of
-// memory.
-var deathMarker = regexp.MustCompile(`^([0-9TZ:.\- ]+(\[ERROR\] |UTC - )\S*(mysqld|mariadbd)\S* got signal \d+|[0-9TZ:.\- ]+\[(ERROR|FATAL)\].*(Aborting|[Oo]ut of memory|[Cc]annot allocate|[Ff]atal)|[^\[]*[Aa]ssertion .* failed|terminate called)`)
+// memory. The words must follow the line's header (and the subsystem, as
+// in "InnoDB: "), where no text of a client's can come.
+var deathMarker = regexp.MustCompile(`^([0-9TZ:.\- ]+(\[ERROR\] |UTC - )\S*(mysqld|mariadbd)\S* got signal \d+|` +
+	`[0-9TZ:.\- ]+\[(ERROR|FATAL)\] (\[FATAL\] )?(\[MY-\d+\] \[\w+\] )?(\S+: )?(Aborting|[Oo]ut of memory|[Cc]annot allocate|[Ff]atal)|` +
+	`[^\[]*[Aa]ssertion .* failed|terminate called)`)
 
 // DeathLines returns the lines of a server's error log about its death,
 // joined with " | ": from the first of the lines with which it reports
 // its end after it last became ready (deathMarker, and the errors logged
 // just before it), the error, signal and abort lines and the log's last
-// two. It returns "" when the log says nothing about a death.
+// two, all logged after that marker. It returns "" when the log says
+// nothing about a death.
 func DeathLines(log string) string {
 	lines := logLines(log)
 	started := max(lastReady(lines)+1, 0)
@@ -244,7 +248,8 @@ func DeathLines(log string) string {
 	for first > started && headerError.MatchString(lines[first-1]) {
 		first--
 	}
-	return pick(lines[first:], func(l string) bool { return headerError.MatchString(l) || deathMarker.MatchString(l) })
+	// The last lines come after the marker too: the crash report's end.
+	return pick(lines[first:], func(l string) bool { return headerError.MatchString(l) || deathMarker.MatchString(l) }, 2)
 }
 
 // logLines splits a log into its lines.

@@ -101,6 +101,7 @@ func TestDeathCause(t *testing.T) {
 2026-12-05 17:59:56 0 [Note] /usr/sbin/mariadbd: ready for connections.
 Version: '10.11.19-MariaDB-0+deb12u1-log'  socket: '/run/testdbd/x/mysqld.sock'  port: 38161  Debian 12
 2026-12-05 17:59:57 7 [ERROR] InnoDB: Table test.t is corrupted in an unrelated way
+2026-12-05 17:59:57 8 [ERROR] Incorrect definition of table tdb_x.Aborting_Out_of_memory_Fatal: a name a test chose
 2026-12-05 17:59:58 5 [Warning] Access denied for user '261130 22:58:09 [ERROR] mysqld got signal 6 ;'@'localhost' (using password: YES)
 2026-12-05 17:59:58 5 [Warning] Aborted connection 5 to db: 'unconnected' user: 'unauthenticated' host: '127.0.0.1' (This connection closed normally without authentication)`
 	for _, e := range []Exit{{Signal: syscall.SIGKILL}, ContainerExit(137, false)} {

@@ -110,17 +110,41 @@ func (m *Manager) BeginExternal(ctx context.Context, req templates.ExternalReque
 	if err != nil {
 		return fail(err)
 	}
+	x, err := m.startExternal(t, st, name, owner, buildTimeout)
+	if err != nil {
+		return m.templateInfo(t), nil, err
+	}
+	m.log.Info("external template build begun", "template", t.name, "hash", templates.Short(hash), "database", name, "instance", st.ID())
+	return m.templateInfo(t), m.externalEndpoint(st, x), nil
+}
+
+// startExternal records t's external build in database name on st, its
+// time limit running, unless t was deleted or replaced, or the daemon
+// began shutting down, while the build's server was found and its
+// database made: then nobody else would end the build, so it is aborted
+// here.
+func (m *Manager) startExternal(t *template, st *host, name string, owner accounts.Account, buildTimeout time.Duration) (*externalBuild, error) {
 	x := &externalBuild{host: st, database: name, owner: owner, expires: time.Now().Add(buildTimeout)}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	t.ext = x
 	t.progress = templates.Progress{Phase: templates.PhaseExternal}
 	x.timer = time.AfterFunc(buildTimeout, func() {
-		_, _ = m.AbortExternal(context.Background(), t.name, t.hash,
-			fmt.Sprintf("the external build was not finished within its %v (ttl_seconds, or the daemon's --build-timeout)", buildTimeout))
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if t.ext == x { // not finished, aborted or replaced meanwhile
+			m.abortExternalLocked(t, fmt.Sprintf("the external build was not finished within its %v (ttl_seconds, or the daemon's --build-timeout)", buildTimeout))
+		}
 	})
-	m.mu.Unlock()
-	m.log.Info("external template build begun", "template", t.name, "hash", templates.Short(hash), "database", name, "instance", st.ID())
-	return m.templateInfo(t), m.externalEndpoint(st, x), nil
+	if t.retired || t.ctx.Err() != nil || m.closed {
+		why := "the template was deleted or replaced while its build began"
+		if m.closed {
+			why = "the daemon is shutting down"
+		}
+		m.abortExternalLocked(t, why)
+		return nil, testdbd.Errorf(testdbd.EUnavailable, "template %s: %s; begin its build again", t.name, why)
+	}
+	return x, nil
 }
 
 // buildLimits checks a request's pool size and build time limit and fills

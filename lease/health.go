@@ -24,6 +24,12 @@ type health struct {
 	failures int       // making a database (or a replica) failed this many times in a row
 	trouble  string    // the last failure, "" after a success
 	retryAt  time.Time // the filler tries again no sooner
+	hurried  time.Time // an ensure last moved retryAt to now (healLocked)
+}
+
+// backoff is how long the filler waits after failures failures in a row.
+func backoff(failures int) time.Duration {
+	return min(minBackoff<<min(max(failures, 1)-1, 16), maxBackoff)
 }
 
 // troubleLocked records that making a database of t on rep's server (rep
@@ -34,8 +40,7 @@ func (m *Manager) troubleLocked(t *template, rep *replica, err error) {
 	h := &t.health
 	h.failures++
 	h.trouble = err.Error()
-	backoff := min(minBackoff<<min(h.failures-1, 16), maxBackoff)
-	h.retryAt = time.Now().Add(backoff)
+	h.retryAt = time.Now().Add(backoff(h.failures))
 	if rep != nil && templateBroken(err, rep.db) && t.replicas[rep.host.ID()] == rep {
 		m.log.Warn("the template database is missing or damaged; building it again", "template", t.name,
 			"database", rep.db, "instance", rep.host.ID(), "err", err)
@@ -72,12 +77,15 @@ func retryIn(at time.Time) string {
 
 // healLocked is an ensure of t, a ready template, again: when t cannot
 // make databases, the filler tries again now instead of after its backoff
-// (the caller asks for it; a server it lacked may be back).
+// (the caller asks for it; a server it lacked may be back), at most once
+// per backoff period, and the failures still count, so that callers
+// ensuring in a loop cannot turn the backoff into a storm of builds.
 func (m *Manager) healLocked(t *template) {
-	if t.health.trouble != "" {
+	h := &t.health
+	if h.trouble != "" && time.Since(h.hurried) >= backoff(h.failures) {
 		m.log.Info("template ensured again while it cannot make databases: trying again now", "template", t.name,
-			"hash", templates.Short(t.hash), "trouble", t.health.trouble)
-		t.health = health{}
+			"hash", templates.Short(t.hash), "trouble", h.trouble)
+		h.retryAt, h.hurried = time.Now(), time.Now()
 	}
 	m.kickFill()
 }

@@ -496,20 +496,22 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy,
 	t0 := time.Now()
 	_, err := m.revokeUser(ctx, db)
 	t1 := time.Now()
+	// A database whose files grew far past its template's is made again
+	// rather than reset: a reset would give back its rows, not its size.
+	big := err == nil && m.tooBig(db)
 	var rep testdbd.ResetReport
-	if err == nil {
+	if err == nil && !big {
 		m.mu.Lock()
 		target := m.targetLocked(db, "", s)
 		m.mu.Unlock()
 		rep, err = m.runReset(ctx, db, target, leaseID, trigger)
 	}
 	t2 := time.Now()
-	if err == nil {
+	if err == nil && !big {
 		err = m.prepareUser(ctx, db)
 	}
 	m.log.Debug("recycled", "database", db.name, "revoke", t1.Sub(t0), "reset", t2.Sub(t1),
-		"detect", rep.Phases.Detect, "restore", rep.Phases.Restore, "new_user", time.Since(t2), "err", err)
-	big := err == nil && m.tooBig(db)
+		"detect", rep.Phases.Detect, "restore", rep.Phases.Restore, "new_user", time.Since(t2), "big", big, "err", err)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if db.rep.host.dead {

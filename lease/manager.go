@@ -217,6 +217,11 @@ func (m *Manager) Shutdown() {
 		}
 		t.waiters = nil
 	}
+	for _, t := range m.allTemplatesLocked() {
+		if t.ext != nil && t.ext.timer != nil {
+			t.ext.timer.Stop() // the server goes with its build database
+		}
+	}
 	if err := m.record.close(time.Now()); err != nil {
 		m.log.Warn("lease record", "err", err)
 	}

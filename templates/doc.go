@@ -12,5 +12,7 @@
 // Where templates are built and how their worker databases are pooled is
 // the lease package's business; this package does the work on one
 // instance. It imports migrations (running them), schema (capturing the
-// result), strategies (the instance's DDL accounting) and instance.
+// result), accounts (the build's account), binlog (the XA transactions a
+// build prepared), strategies (the instance's DDL accounting) and
+// instance.
 package templates

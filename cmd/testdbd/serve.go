@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -215,13 +216,24 @@ type daemon struct {
 	extraProviders []testdbd.Provider
 	extraFleets    []*instance.Fleet
 	manager        *lease.Manager
-	server         *server.API
+	// deaths is manager for the fleets' death reports, which come from
+	// their servers' watchers while openDaemon may still be setting up.
+	deaths atomic.Pointer[lease.Manager]
+	server *server.API
 }
 
 // openDaemon validates cfg, starts the provider (cleaning up after a killed
 // predecessor), starts --warm servers and begins serving.
 func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daemon, err error) {
 	apiConfig, err := apiConfigOf(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	strategy, err := testdbd.ParseStrategy(cfg.Strategy)
+	if err != nil {
+		return nil, fmt.Errorf("--strategy: %w", err)
+	}
+	settings, err := serverSettings(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -234,10 +246,6 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	if err := d.openProvider(ctx, cfg); err != nil {
 		return nil, err
 	}
-	settings, err := serverSettings(cfg)
-	if err != nil {
-		return nil, err
-	}
 	d.fleet = d.newFleet(d.provider, cfg.MaxInstances, settings)
 	if err := d.openEngineImages(ctx, cfg, settings); err != nil {
 		return nil, err
@@ -247,11 +255,8 @@ func openDaemon(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daem
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	strategy, err := testdbd.ParseStrategy(cfg.Strategy)
-	if err != nil {
-		return nil, fmt.Errorf("--strategy: %w", err)
-	}
 	d.manager = lease.New(leaseConfig(&cfg, d, reg, log))
+	d.deaths.Store(d.manager)
 	d.manager.Open()
 	svc := &server.Service{Manager: d.manager, DefaultStrategy: strategy}
 	apiConfig.Registry = reg
@@ -322,8 +327,8 @@ func (d *daemon) newFleet(p testdbd.Provider, maxInstances int, settings instanc
 		Settings:     settings,
 		Logger:       d.log,
 		OnDeath: func(s *instance.Member, err error) {
-			if d.manager != nil {
-				d.manager.OnInstanceDeath(s, err)
+			if m := d.deaths.Load(); m != nil {
+				m.OnInstanceDeath(s, err)
 			}
 		},
 	})

@@ -147,6 +147,12 @@ func isZombie(stat []byte) bool {
 
 // removeInstanceFiles unmounts and removes an instance's files.
 func removeInstanceFiles(idir string, r record) error {
+	return errors.Join(removeInstanceData(r), os.RemoveAll(idir))
+}
+
+// removeInstanceData detaches an instance's mount and removes its datadir
+// area, but not its record.
+func removeInstanceData(r record) error {
 	var errs []error
 	if r.Root != "" {
 		if r.Mounted || isMountPoint(r.Root) {
@@ -158,7 +164,6 @@ func removeInstanceFiles(idir string, r record) error {
 			errs = append(errs, os.RemoveAll(r.Root))
 		}
 	}
-	errs = append(errs, os.RemoveAll(idir))
 	return errors.Join(errs...)
 }
 

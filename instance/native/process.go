@@ -233,8 +233,8 @@ func (s *Process) Info(ctx context.Context) testdbd.InstanceInfo {
 // removes its datadir, mount and record. It is safe to call more than once.
 // A server that has not exited when ctx ends (it was sent SIGKILL, so it
 // is on its way) has its files removed all the same: the mount is detached
-// at once and its memory freed when the process is gone. Stop then
-// returns ctx's error.
+// at once and its memory freed when the process is gone, and its record
+// kept for the next provider's sweep. Stop then returns ctx's error.
 func (s *Process) Stop(ctx context.Context) error {
 	return s.life.Stop(func() error {
 		s.kill()
@@ -246,7 +246,14 @@ func (s *Process) Stop(ctx context.Context) error {
 				late = fmt.Errorf("stop instance %s: it had not exited when the deadline passed (its files were removed): %w", s.id, ctx.Err())
 			}
 		}
-		err := removeInstanceFiles(s.dir, s.rec)
+		var err error
+		if late == nil {
+			err = removeInstanceFiles(s.dir, s.rec)
+		} else {
+			// The record stays, so that the next provider on this state
+			// directory kills the process if it still runs.
+			err = removeInstanceData(s.rec)
+		}
 		s.p.forget(s.id)
 		s.p.log.Info("server stopped", "instance", s.id)
 		return errors.Join(late, err)

@@ -79,6 +79,11 @@ func Native(tb testing.TB) *native.Provider {
 func NativeWith(tb testing.TB, cfg native.Config) *native.Provider {
 	tb.Helper()
 	if _, err := native.FindBinary(cfg.Binary); err != nil {
+		if os.Getenv("TESTDBD_REQUIRE_NATIVE") != "" {
+			// make test installs the server first: a run without it would
+			// pass having tested nothing on a real server.
+			tb.Fatalf("%v: scripts/install-deps.sh server installs it (TESTDBD_REQUIRE_NATIVE is set)", err)
+		}
 		tb.Skipf("%v: scripts/install-deps.sh server installs it (make test does)", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
