@@ -101,7 +101,7 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	s.ctr, err = testcontainers.Run(ctx, p.cfg.Image,
 		testcontainers.WithLogger(p.tclog),
 		testcontainers.WithName("testdbd-"+p.owner+"-"+id),
-		testcontainers.WithEntrypoint("/bin/sh", "-c", serverimage.StartScript(p.engine.Flavor, !p.cfg.NoSeed), "testdbd-start"),
+		testcontainers.WithEntrypoint("/bin/sh", "-c", serverimage.StartScript(p.engine, !p.cfg.NoSeed), "testdbd-start"),
 		testcontainers.WithCmd(args...),
 		testcontainers.WithEnv(map[string]string{"TESTDBD_INIT_SQL": serverimage.InitSQL(p.engine.Flavor, s.password)}),
 		testcontainers.WithTmpfs(map[string]string{Datadir: tmpfs + ",mode=0700", serverimage.TmpDir: tmpfs}),

@@ -170,7 +170,7 @@ func (p *Provider) podSpec(s *Pod, opts testdbd.StartOptions) *corev1.Pod {
 			TerminationGracePeriodSeconds: ptr(int64(2)),
 			Containers: []corev1.Container{{
 				Name: containerName, Image: p.cfg.Image, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{"/bin/sh", "-c", serverimage.StartScript(p.engine.Flavor, true), "testdbd-start"},
+				Command: []string{"/bin/sh", "-c", serverimage.StartScript(p.engine, true), "testdbd-start"},
 				Args:    args,
 				Env:     []corev1.EnvVar{{Name: "TESTDBD_INIT_SQL", Value: serverimage.InitSQL(p.engine.Flavor, s.password)}},
 				Ports:   []corev1.ContainerPort{{Name: "mysql", ContainerPort: serverPort, Protocol: corev1.ProtocolTCP}},

@@ -47,24 +47,26 @@ func Args(e testdbd.Engine, port int, bindAddress string, extra []string) []stri
 // StartScript is the container's command, run as root. It finds the server
 // binary, gives the datadir to ServerUser and initializes it (from the
 // image's pristine /testdbd/seed when seed is set and the image has one,
-// else with the engine's own tool), creates MariaDB's empty
+// else with the engine's own tool and the options the engine's settings
+// need at initialization, instance.InitArgs), creates MariaDB's empty
 // secure_file_priv directory, passes the image's TLS certificate when it
 // carries one at /testdbd/tls (MariaDB 11.4 and later otherwise generate
 // one at every start, a second or two), writes the init file that creates
 // testdbd's admin account (from $TESTDBD_INIT_SQL, then unset), and execs
 // the server, which drops to ServerUser, with the arguments after the
 // script ($@).
-func StartScript(flavor testdbd.Flavor, seed bool) string {
+func StartScript(e testdbd.Engine, seed bool) string {
 	useSeed := "0"
 	if seed {
 		useSeed = "1"
 	}
 	var initialize string
-	switch flavor {
+	initArgs := strings.Join(instance.InitArgs(e), " ")
+	switch e.Flavor {
 	case testdbd.MariaDB:
 		initialize = `install=$(command -v mariadb-install-db || command -v mysql_install_db) || { echo "testdbd: the image has no mariadb-install-db" >&2; exit 127; }
   "$install" --no-defaults --datadir="$datadir" --user="$user" --auth-root-authentication-method=socket --auth-root-socket-user=root \
-    --skip-test-db --force --innodb-log-file-size=` + strconv.Itoa(instance.InnoDBLogFileBytes) + ` >/tmp/testdbd-init.log 2>&1 \
+    --skip-test-db --force --innodb-log-file-size=` + strconv.Itoa(instance.InnoDBLogFileBytes) + ` ` + initArgs + ` >/tmp/testdbd-init.log 2>&1 \
     || { cat /tmp/testdbd-init.log >&2; echo "testdbd: mariadb-install-db failed" >&2; exit 1; }`
 	default:
 		initialize = `"$server" --no-defaults --initialize-insecure --user="$user" --datadir="$datadir" \

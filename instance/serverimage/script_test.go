@@ -13,9 +13,10 @@ import (
 // TestStartScriptSyntax checks the start script of every flavor with the
 // host's /bin/sh; the scripts run for real in the provider tests.
 func TestStartScriptSyntax(t *testing.T) {
-	for _, flavor := range []testdbd.Flavor{testdbd.MariaDB, testdbd.MySQL} {
+	for _, e := range []testdbd.Engine{{Flavor: testdbd.MariaDB, Version: "10.11.19"}, {Flavor: testdbd.MySQL, Version: "9.7.4"}} {
+		flavor := e.Flavor
 		for _, seed := range []bool{true, false} {
-			script := serverimage.StartScript(flavor, seed)
+			script := serverimage.StartScript(e, seed)
 			if out, err := exec.Command("/bin/sh", "-n", "-c", script).CombinedOutput(); err != nil {
 				t.Errorf("%s seed=%v: %v: %s\n%s", flavor, seed, err, out, script)
 			}
@@ -29,11 +30,12 @@ func TestStartScriptSyntax(t *testing.T) {
 			}
 		}
 	}
-	if s := serverimage.StartScript(testdbd.MySQL, false); !strings.Contains(s, "--initialize-insecure") {
+	if s := serverimage.StartScript(testdbd.Engine{Flavor: testdbd.MySQL, Version: "9.7.4"}, false); !strings.Contains(s, "--initialize-insecure") {
 		t.Errorf("MySQL script does not initialize with --initialize-insecure:\n%s", s)
 	}
-	if s := serverimage.StartScript(testdbd.MariaDB, false); !strings.Contains(s, "mariadb-install-db") {
-		t.Errorf("MariaDB script does not initialize with mariadb-install-db:\n%s", s)
+	if s := serverimage.StartScript(testdbd.Engine{Flavor: testdbd.MariaDB, Version: "10.11.19"}, false); !strings.Contains(s, "mariadb-install-db") ||
+		!strings.Contains(s, "--innodb-undo-tablespaces=3") {
+		t.Errorf("MariaDB 10.11 script does not initialize with mariadb-install-db and its undo tablespaces:\n%s", s)
 	}
 	if out, err := exec.Command("/bin/sh", "-n", "-c", serverimage.VersionScript).CombinedOutput(); err != nil {
 		t.Errorf("version script: %v: %s", err, out)
