@@ -297,10 +297,14 @@ func TestServeRejectsBadFlags(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--max-instances") {
 		t.Errorf("warm > max: %v", err)
 	}
-	_, err = openDaemon(ctx, serveConfig{MaxInstances: 1, Provider: "podman", StateDir: testenv.StateDir(t),
+	_, err = openDaemon(ctx, serveConfig{MaxInstances: 1, Provider: "podman", Strategy: "snapshot", StateDir: testenv.StateDir(t),
 		HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0"}, testenv.Logger(t))
 	if err == nil || !strings.Contains(err.Error(), "auto, native, docker or kubernetes") {
 		t.Errorf("bad provider: %v", err)
+	}
+	_, err = openDaemon(ctx, serveConfig{MaxInstances: 1, Strategy: "vacuum", HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0"}, testenv.Logger(t))
+	if err == nil || !strings.Contains(err.Error(), "use truncate, snapshot or rollback") {
+		t.Errorf("bad strategy: %v", err)
 	}
 }
 
