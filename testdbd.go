@@ -231,10 +231,15 @@ type ResetReport struct {
 	Phases         ResetPhases
 	TablesTotal    int      // tables checked
 	TablesReset    []string // tables restored
-	// TablesDelta are the tables of TablesReset restored by deleting the
-	// rows the test added (delta restore); the others were copied back
-	// whole from the template.
-	TablesDelta   []string
+	// TablesDelta are the tables of TablesReset restored row by row (the
+	// delta restore): the rows the binary log shows the test changed, or
+	// the rows it added to a big table it only appended to; the others
+	// were copied back whole from the template.
+	TablesDelta []string
+	// DeltaFallback says why tables of TablesReset were copied back whole
+	// although the binary log was followed for the rows tests change: the
+	// first reason, with the tables it holds for ("" when none were).
+	DeltaFallback string
 	SchemaChanges []string // schema objects put back
 	SessionsEnded int
 	// XARolledBack are the XA transactions left prepared in the database

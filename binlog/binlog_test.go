@@ -176,6 +176,7 @@ func (l *lease) pool(t *testing.T) *sql.DB {
 	host, port := l.srv.ClientAddr()
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = l.User, l.Password, "tcp", net.JoinHostPort(host, strconv.Itoa(port)), l.Database
+	cfg.MultiStatements = true
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		t.Fatal(err)

@@ -225,10 +225,14 @@ type ResetReport struct {
 	// KeepAutoIncrement: this reset left AUTO_INCREMENT where the tests
 	// moved it; otherwise the counters are the template's.
 	KeepAutoIncrement bool `json:"keep_auto_increment"`
-	// TablesDelta are the tables of TablesReset restored by deleting only
-	// the rows the test added (big tables it only appended to); the others
-	// were copied back whole.
+	// TablesDelta are the tables of TablesReset restored row by row: only
+	// the rows the test changed were put back; the others were copied
+	// back whole.
 	TablesDelta []string `json:"tables_delta"`
+	// DeltaFallback says why tables were copied back whole rather than
+	// row by row (no primary key, a FULLTEXT index, a TRUNCATE or ALTER,
+	// too many rows changed…), with the tables it holds for.
+	DeltaFallback string `json:"delta_fallback"`
 	// XARolledBack are the XA transactions a test left prepared in the
 	// database (XA PREPARE without XA COMMIT or XA ROLLBACK) that the reset
 	// rolled back, by xid.

@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/binlog"
 )
 
 // FleetConfig configures a Fleet.
@@ -351,4 +352,17 @@ func (s *Member) Describe(ctx context.Context) (testdbd.InstanceInfo, int) {
 		n = -1
 	}
 	return info, n
+}
+
+// FollowRows starts following the server's binary log for the rows tests
+// change (see binlog.Rows), through its administrative endpoint; the
+// stream stops when the server does, or at Close.
+func (m *Member) FollowRows(log *slog.Logger) *binlog.Rows {
+	a := m.Admin()
+	addr := a.Socket
+	if addr == "" {
+		addr = net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
+	}
+	return binlog.StartRows(binlog.RowsConfig{Addr: addr, User: a.User, Password: a.Password, Flavor: string(m.Flavor),
+		DB: m.StatusDB, Logger: log, Done: m.Done()})
 }

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -10,17 +11,25 @@ import (
 	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/strategies"
+	"golang.org/x/sync/semaphore"
 )
 
 // host is one running instance as the manager sees it: what it holds and
 // whether detection can be trusted on it.
 type host struct {
 	*instance.Member
-	ddl      *strategies.DDLCounter
-	binlog   *binlog.Log // its binary log; nil when it runs without one
-	dbs      int         // worker databases on it, all states
-	tables   int         // tables of every database testdbd made on it
-	dead     bool        // it died; nothing new goes there
+	ddl    *strategies.DDLCounter
+	binlog *binlog.Log // its binary log; nil when it runs without one
+	// rows follows the binary log for the rows tests change (delta
+	// restores); nil without one.
+	rows *binlog.Rows
+	// resets admits the resets on the server, as many at once as it has
+	// cores (ResetSlots), the others queued in the order they came: a
+	// dozen resets at once would otherwise all slow down together.
+	resets   *semaphore.Weighted
+	dbs      int  // worker databases on it, all states
+	tables   int  // tables of every database testdbd made on it
+	dead     bool // it died; nothing new goes there
 	deathErr error
 	tdc      int    // table_definition_cache it runs with
 	recalc   string // innodb_stats_auto_recalc it runs with, when not OFF
@@ -65,7 +74,8 @@ func (m *Manager) adoptLocked(s *instance.Member) *host {
 	if st, ok := m.hosts[s.ID()]; ok {
 		return st
 	}
-	st := &host{Member: s, ddl: &strategies.DDLCounter{}, tdc: instance.DefaultConfig.TableCacheSize()}
+	st := &host{Member: s, ddl: &strategies.DDLCounter{}, tdc: instance.DefaultConfig.TableCacheSize(),
+		resets: semaphore.NewWeighted(int64(ResetSlots))}
 	if bad := testdbd.Mismatched(s.Settings); len(bad) > 0 {
 		m.event("warning", "settings_mismatched", "server instance "+s.ID()+" runs with settings other than those asked for: "+strings.Join(bad, "; "), "", "", s.ID(), "")
 	}
@@ -77,6 +87,7 @@ func (m *Manager) adoptLocked(s *instance.Member) *host {
 			st.recalc = set.Actual
 		case set.Name == "log_bin" && set.OK:
 			st.binlog = &binlog.Log{}
+			st.rows = m.followRows(s)
 		case set.Name == "xa_detach_on_prepare" && !set.OK:
 			st.xaAtPrepare = true
 		}
@@ -89,6 +100,27 @@ func (m *Manager) adoptLocked(s *instance.Member) *host {
 	}
 	return st
 }
+
+// followRows starts following s's binary log for the rows tests change;
+// the stream stops with the server (or Manager.Close).
+func (m *Manager) followRows(s *instance.Member) *binlog.Rows {
+	if DisableRowStream {
+		return nil
+	}
+	return s.FollowRows(m.log.With("instance", s.ID()))
+}
+
+// ResetSlots is how many resets run at once on one server: its cores,
+// which the daemon, the server and the tests share on a CI machine. A
+// reset is mostly the server's work (a few statements and a copy), so
+// more at once only share the same cores more finely, and each takes
+// longer.
+var ResetSlots = max(1, runtime.NumCPU())
+
+// DisableRowStream, set before servers are adopted, makes resets restore
+// without following the binary log (whole tables, as before delta
+// restores): for benchmarks that compare the two.
+var DisableRowStream bool
 
 // hostDead reports whether st died; m.mu must not be held.
 func (m *Manager) hostDead(st *host) bool {

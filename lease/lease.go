@@ -544,13 +544,17 @@ func (m *Manager) recycle(ctx context.Context, db *workerDB, s testdbd.Strategy,
 func (m *Manager) targetLocked(db *workerDB, user string, s testdbd.Strategy) strategies.Target {
 	st := db.rep.host
 	return strategies.Target{DB: st.DB, StatusDB: st.StatusDB, Flavor: st.Flavor, DDL: st.ddl, Schema: db.rep.schema,
-		Database: db.name, User: user, Baseline: db.baseline, Untrusted: st.untrusted(), Strategy: s, Dir: st.DatabaseDir(db.name), Owner: db.owner, Binlog: st.binlog}
+		Database: db.name, User: user, Baseline: db.baseline, Untrusted: st.untrusted(), Strategy: s, Dir: st.DatabaseDir(db.name), Owner: db.owner, Binlog: st.binlog, Rows: st.rows}
 }
 
 // runReset runs one reset, records its baseline and metrics. db's operation
 // lock must be held.
 func (m *Manager) runReset(ctx context.Context, db *workerDB, target strategies.Target, leaseID, trigger string) (rep testdbd.ResetReport, err error) {
+	if err := db.rep.host.resets.Acquire(ctx, 1); err != nil {
+		return rep, fmt.Errorf("waiting for a turn to reset on server instance %s: %w", db.rep.host.ID(), err)
+	}
 	rep, base, err := strategies.Reset(ctx, target)
+	db.rep.host.resets.Release(1)
 	m.mu.Lock()
 	db.baseline = base // nil after a failure: the next reset checks everything
 	rep.XARolledBack, db.xaEnded = append(db.xaEnded, rep.XARolledBack...), nil

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/schema"
 	"github.com/testdbd/testdbd/stats"
@@ -237,6 +238,7 @@ func (m *Manager) Shutdown() {
 // Servers are the fleet's to stop.
 func (m *Manager) Close(ctx context.Context) error {
 	m.Shutdown()
+	defer m.stopRowStreams()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	select {
@@ -244,6 +246,21 @@ func (m *Manager) Close(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("background work did not stop: %w", ctx.Err())
+	}
+}
+
+// stopRowStreams stops following the servers' binary logs.
+func (m *Manager) stopRowStreams() {
+	m.mu.Lock()
+	var streams []*binlog.Rows
+	for _, st := range m.hosts {
+		if st.rows != nil {
+			streams = append(streams, st.rows)
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range streams {
+		r.Close()
 	}
 }
 

@@ -320,6 +320,10 @@ func (m *Manager) createDB(ctx context.Context, db *workerDB) error {
 			err = rep.schema.Clone(ctx, st.DB, st.ddl, db.name, db.owner)
 		}
 	}
+	if err == nil && st.rows != nil {
+		// Before the baseline: from here on, whatever writes to it shows.
+		st.rows.Track(db.name, rep.schema.Tables)
+	}
 	if err == nil {
 		db.baseline, err = strategies.TakeBaseline(ctx, st.StatusDB, st.Flavor, st.ddl, db.name, st.DatabaseDir(db.name), st.binlog)
 	}
@@ -477,6 +481,9 @@ func (m *Manager) dropDatabaseNow(ctx context.Context, st *host, name, why strin
 var dropRetries = []time.Duration{time.Second, 10 * time.Second, time.Minute}
 
 func (m *Manager) dropOnce(ctx context.Context, st *host, name string) error {
+	if st.rows != nil {
+		st.rows.Untrack(name)
+	}
 	if st.binlog != nil {
 		if _, _, err := st.binlog.RollBackXA(ctx, st.DB, name); err != nil {
 			return err

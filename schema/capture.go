@@ -53,6 +53,26 @@ type Table struct {
 	HasTriggers bool
 	// Fulltext is whether the table has a FULLTEXT index.
 	Fulltext bool
+	// Key is the table's primary key, in key order; empty when it has
+	// none. A reset that knows which rows a test changed restores those
+	// rows by it (see strategies).
+	Key []KeyColumn
+	// Cascades are the tables whose foreign keys to this table act on its
+	// deletes or updates (CASCADE, SET NULL, SET DEFAULT): a change here
+	// may change their rows too, and the server does not log every such
+	// change as the rows it changed (MariaDB logs none).
+	Cascades []string
+}
+
+// KeyColumn is one column of a primary key.
+type KeyColumn struct {
+	Name     string
+	Ordinal  int    // its position among all the table's columns, from 0
+	Type     string // DATA_TYPE: int, varchar, binary, …
+	Unsigned bool
+	// Charset is the column's character set; empty for a binary string or
+	// a number.
+	Charset string
 }
 
 // Object is a view, trigger, routine or event.
@@ -146,6 +166,8 @@ func CaptureConn(ctx context.Context, conn *sql.Conn, schema, owner string) (*Sc
 	}{
 		{"tables", s.captureTables},
 		{"columns", s.captureColumns},
+		{"keys", s.captureKeys},
+		{"foreign keys", s.captureCascades},
 		{"contents", s.captureContents},
 		{"views", s.captureViews},
 		{"triggers", s.captureTriggers},
@@ -243,6 +265,47 @@ func (s *Schema) captureColumns(ctx context.Context, conn *sql.Conn) error {
 		t.Columns = strings.Join(cols[t.Name], ", ")
 	}
 	return nil
+}
+
+// captureKeys reads every table's primary key (Table.Key).
+func (s *Schema) captureKeys(ctx context.Context, conn *sql.Conn) error {
+	return EachRow(ctx, conn, `SELECT k.TABLE_NAME, k.COLUMN_NAME, c.ORDINAL_POSITION, LOWER(c.DATA_TYPE),
+			LOWER(c.COLUMN_TYPE) LIKE '%unsigned%', COALESCE(c.CHARACTER_SET_NAME, '')
+		FROM information_schema.KEY_COLUMN_USAGE k
+		JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME
+			AND c.COLUMN_NAME = k.COLUMN_NAME
+		WHERE k.TABLE_SCHEMA = ? AND k.CONSTRAINT_NAME = 'PRIMARY'
+		ORDER BY k.TABLE_NAME, k.ORDINAL_POSITION`, []any{s.Database}, func(rows *sql.Rows) error {
+		var table string
+		var col KeyColumn
+		if err := rows.Scan(&table, &col.Name, &col.Ordinal, &col.Type, &col.Unsigned, &col.Charset); err != nil {
+			return err
+		}
+		col.Ordinal-- // ORDINAL_POSITION counts from 1
+		if t, ok := s.byName[table]; ok {
+			t.Key = append(t.Key, col)
+		}
+		return nil
+	})
+}
+
+// captureCascades reads which tables' foreign keys act on the changes of
+// which (Table.Cascades).
+func (s *Schema) captureCascades(ctx context.Context, conn *sql.Conn) error {
+	return EachRow(ctx, conn, `SELECT DISTINCT REFERENCED_TABLE_NAME, TABLE_NAME
+		FROM information_schema.REFERENTIAL_CONSTRAINTS
+		WHERE CONSTRAINT_SCHEMA = ? AND UNIQUE_CONSTRAINT_SCHEMA = CONSTRAINT_SCHEMA
+			AND (DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION'))
+		ORDER BY 1, 2`, []any{s.Database}, func(rows *sql.Rows) error {
+		var parent, child string
+		if err := rows.Scan(&parent, &child); err != nil {
+			return err
+		}
+		if t, ok := s.byName[parent]; ok {
+			t.Cascades = append(t.Cascades, child)
+		}
+		return nil
+	})
 }
 
 // captureContents counts every table's rows and checksums them.

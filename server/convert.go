@@ -80,7 +80,7 @@ func reportToProto(r testdbd.ResetReport) *testdbv1.ResetReport {
 		RequestedStrategy: strategyToProto(r.Requested), FallbackReason: r.FallbackReason, TotalMs: ms(r.Total),
 		Phases: &testdbv1.ResetPhases{SessionsMs: ms(r.Phases.Sessions), DetectMs: ms(r.Phases.Detect),
 			VerifyMs: ms(r.Phases.Verify), RestoreMs: ms(r.Phases.Restore), SchemaMs: ms(r.Phases.Schema)},
-		TablesTotal: int32(r.TablesTotal), TablesReset: nonNil(r.TablesReset), TablesDelta: nonNil(r.TablesDelta), SchemaChanges: nonNil(r.SchemaChanges),
+		TablesTotal: int32(r.TablesTotal), TablesReset: nonNil(r.TablesReset), TablesDelta: nonNil(r.TablesDelta), DeltaFallback: r.DeltaFallback, SchemaChanges: nonNil(r.SchemaChanges),
 		SessionsEnded: int32(r.SessionsEnded), KeepAutoIncrement: r.KeepAutoIncrement, XaRolledBack: nonNil(r.XARolledBack),
 	}
 }

@@ -35,7 +35,7 @@ func standardFixture(b *testing.B, tables int) *fixture {
 	if _, err := migrations.Run(ctx, db, workload.Standard(tables), nil, nil); err != nil {
 		b.Fatal(err)
 	}
-	f := &fixture{t: b, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
+	f := &fixture{t: b, root: b, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
 	if f.schema, err = schema.Capture(ctx, srv.DB, "tpl", ""); err != nil {
 		b.Fatal(err)
 	}

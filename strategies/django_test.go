@@ -73,7 +73,7 @@ func TestDjangoSchema(t *testing.T) {
 				t.Fatalf("PyMySQL needs python3-cryptography to log in to MySQL (caching_sha2_password): run scripts/install-deps.sh clients")
 			}
 			ctx := context.Background()
-			f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
+			f := &fixture{t: t, root: t, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
 			build, err := templates.BeginExternal(ctx, srv, f.ddl, f.binlog, "dj_tpl")
 			if err != nil {
 				t.Fatal(err)

@@ -30,3 +30,8 @@ func BreakUpdateTime(broken bool) { brokenUpdateTime = broken }
 // UncommittedTables is how many tables resets have found rolled back by
 // their UPDATE_TIME so far (see uncommitted).
 func UncommittedTables() int64 { return uncommittedTables.Load() }
+
+// BreakRowKeys makes delta restores by the binary log leave out one key
+// of every table's (false restores it), to prove that the property test
+// fails when a row the test changed is not put back.
+func BreakRowKeys(broken bool) { brokenRowKeys = broken }

@@ -27,6 +27,10 @@ type restoreInput struct {
 	// appended are the tables of restore the test only added rows to (see
 	// appendedRows): their added rows are deleted, nothing is copied.
 	appended map[string]bool
+	// delta are the keys of the rows to put back, by table, in the tables
+	// of restore the binary log vouches for (see deltaKeys): those rows
+	// are deleted and the template's rows of the same keys copied back.
+	delta map[string][]string
 	// states are the tables' states as detection read them (their
 	// AUTO_INCREMENT is compared with the template's).
 	states map[string]TableState
@@ -46,6 +50,10 @@ const (
 	// template's key (schema.Table.AppendedKey): the delta restore, after
 	// which nothing is copied.
 	emptyAppended
+	// emptyKeys deletes the rows of the keys the binary log shows changed
+	// (tableRestore.keys), and copies back the template's rows of those
+	// keys: the delta restore by the log.
+	emptyKeys
 )
 
 // tableRestore is how one table is restored.
@@ -53,6 +61,7 @@ type tableRestore struct {
 	table *schema.Table
 	empty emptying
 	copy  bool // the template's rows are copied back
+	keys  []string
 	// autoInc: ALTER TABLE … AUTO_INCREMENT sets the template's counter
 	// afterwards.
 	autoInc bool
@@ -101,13 +110,16 @@ func planRestore(in restoreInput) restorePlan {
 // tableRestore is how tbl, one of in.restore, is restored.
 func (in *restoreInput) tableRestore(tbl *schema.Table) tableRestore {
 	r := tableRestore{table: tbl, empty: emptyByDelete, autoInc: in.rewinds(tbl)}
+	keys, byKeys := in.delta[tbl.Name]
 	switch {
 	case in.appended[tbl.Name]:
 		r.empty = emptyAppended
+	case byKeys:
+		r.empty, r.keys = emptyKeys, keys
 	case in.truncates(tbl):
 		r.empty = emptyByTruncate
 	}
-	r.copy = tbl.Rows > 0 && r.empty != emptyAppended
+	r.copy = tbl.Rows > 0 && r.empty != emptyAppended && (r.empty != emptyKeys || len(keys) > 0)
 	return r
 }
 
@@ -122,7 +134,8 @@ func (in *restoreInput) tableRestore(tbl *schema.Table) tableRestore {
 // so the same query would be planned unlike on the template for a while
 // after the reset.
 func (in *restoreInput) truncates(tbl *schema.Table) bool {
-	return !in.appended[tbl.Name] && (in.how == testdbd.StrategyTruncate || tbl.Fulltext || tbl.Rows >= BigTableRows)
+	_, byKeys := in.delta[tbl.Name]
+	return !in.appended[tbl.Name] && !byKeys && (in.how == testdbd.StrategyTruncate || tbl.Fulltext || tbl.Rows >= BigTableRows)
 }
 
 // rewinds reports whether tbl's AUTO_INCREMENT is set to the template's
@@ -253,11 +266,18 @@ func (p *restorePlan) writeTable(b *strings.Builder, r tableRestore) int {
 	case emptyByTruncate:
 		fmt.Fprintf(b, "TRUNCATE TABLE %s;\n", name)
 		ddl++
+	case emptyKeys:
+		if len(r.keys) > 0 {
+			fmt.Fprintf(b, "DELETE FROM %s WHERE %s;\n", name, keyWhere(r.table, r.keys))
+		}
 	default:
 		fmt.Fprintf(b, "DELETE FROM %s;\n", name)
 	}
 	if r.copy {
 		b.WriteString(p.schema.CopyRowsSQL(r.table, p.database))
+		if r.empty == emptyKeys {
+			b.WriteString(" WHERE " + keyWhere(r.table, r.keys))
+		}
 		b.WriteString(";\n")
 	}
 	if r.autoInc {
@@ -272,7 +292,7 @@ func (p *restorePlan) writeTable(b *strings.Builder, r tableRestore) int {
 // TablesDelta.
 func (p *restorePlan) report(r *testdbd.ResetReport) {
 	for _, t := range p.tables {
-		if t.empty == emptyAppended {
+		if t.empty == emptyAppended || t.empty == emptyKeys {
 			r.TablesDelta = append(r.TablesDelta, t.table.Name)
 		}
 		r.TablesReset = append(r.TablesReset, t.table.Name)

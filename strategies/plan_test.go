@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/testdbd/testdbd"
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/schema"
 )
 
@@ -37,6 +38,13 @@ func planTemplate() *schema.Schema {
 	}, Triggers: []schema.Object{{Kind: "TRIGGER", Name: "audited_ai", Table: "audited",
 		Create:  "CREATE DEFINER=<owner> TRIGGER `audited_ai` AFTER INSERT ON `audited` FOR EACH ROW SET @n = NEW.`id`",
 		SQLMode: "STRICT_TRANS_TABLES", Collation: "utf8mb4_general_ci"}}}
+	for _, t := range s.Tables {
+		col := "id"
+		if t.Name == "plain" {
+			col = "k"
+		}
+		t.Key = []schema.KeyColumn{{Name: col, Type: "int"}}
+	}
 	s.Index()
 	return s
 }
@@ -101,7 +109,7 @@ func summarize(p restorePlan) planSummary {
 			s.Truncate = append(s.Truncate, r.table.Name)
 		case emptyByDelete:
 			s.Delete = append(s.Delete, r.table.Name)
-		case emptyAppended:
+		case emptyAppended, emptyKeys:
 			s.Delta = append(s.Delta, r.table.Name)
 		}
 		if r.copy {
@@ -133,6 +141,7 @@ func TestPlanRestore(t *testing.T) {
 		restore       []string
 		rewind        []string
 		appended      []string
+		keys          map[string][]string // the keys the binary log shows changed, by table
 		read          counters
 		touched       []string
 		want          planSummary
@@ -142,6 +151,23 @@ func TestPlanRestore(t *testing.T) {
 		statsDDL      int
 		reset, deltas []string // the report's TablesReset and TablesDelta
 	}{{
+		name: "by key: the rows the log shows changed are deleted and copied back, the counter rewound", how: testdbd.StrategySnapshot,
+		flavor: testdbd.MySQL, restore: tbls("big", "plain"), read: counters{"big": 5003},
+		keys: map[string][]string{"big": {"7", "5001", "5002"}, "plain": {"2"}},
+		want: planSummary{Delta: tbls("big", "plain"), Copy: tbls("big", "plain"), AutoInc: tbls("big")},
+		sql: planCopySession + "DELETE FROM `w`.`big` WHERE `id` IN (7, 5001, 5002);\n" +
+			"INSERT INTO `w`.`big` (`id`,`v`) SELECT `id`,`v` FROM `tpl`.`big` WHERE `id` IN (7, 5001, 5002);\n" +
+			"ALTER TABLE `w`.`big` AUTO_INCREMENT = 5001;\n" +
+			"DELETE FROM `w`.`plain` WHERE `k` IN (2);\n" +
+			"INSERT INTO `w`.`plain` (`k`,`v`) SELECT `k`,`v` FROM `tpl`.`plain` WHERE `k` IN (2);\n" + planResetSession,
+		ddl: 1, reset: tbls("big", "plain"), deltas: tbls("big", "plain"),
+	}, {
+		name: "by key, no key logged (a rolled-back insert): only the counter", how: testdbd.StrategySnapshot,
+		flavor: testdbd.MySQL, restore: tbls("seeded"), read: counters{"seeded": 5}, keys: map[string][]string{"seeded": nil},
+		want: planSummary{Delta: tbls("seeded"), AutoInc: tbls("seeded")},
+		sql:  planCopySession + "ALTER TABLE `w`.`seeded` AUTO_INCREMENT = 4;\n" + planResetSession,
+		ddl:  1, reset: tbls("seeded"), deltas: tbls("seeded"),
+	}, {
 		name: "snapshot, seeded table, counter where it was", how: testdbd.StrategySnapshot, flavor: testdbd.MariaDB,
 		restore: tbls("seeded"), read: counters{"seeded": 4},
 		want:  planSummary{Delete: tbls("seeded"), Copy: tbls("seeded")},
@@ -316,7 +342,7 @@ func TestPlanRestore(t *testing.T) {
 			}
 			p := planRestore(restoreInput{schema: tpl, database: "w", owner: "owner1", flavor: c.flavor, how: c.how,
 				keepAutoIncrement: c.keep, restore: tables(c.restore), rewind: tables(c.rewind), appended: set(c.appended),
-				states: states, statsTouched: set(c.touched)})
+				states: states, statsTouched: set(c.touched), delta: c.keys})
 			if got := summarize(p); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("plan:\n got %+v\nwant %+v", got, c.want)
 			}
@@ -358,5 +384,65 @@ func TestPlanTriggersNeedTheOwner(t *testing.T) {
 		restore: []*schema.Table{audited}, states: map[string]TableState{"audited": {AutoInc: 2}}})
 	if _, _, err := p.batches(); err == nil || !strings.Contains(err.Error(), "owner") {
 		t.Errorf("batches without an owner: %v", err)
+	}
+}
+
+// TestDeltaKeys: which tables the binary log vouches for, and why not the
+// others: its own reasons, a table without a key, a FULLTEXT index, and
+// the tables a foreign key's action may have changed, transitively, from
+// a table rows were deleted from or updated in (not one rows were only
+// inserted into).
+func TestDeltaKeys(t *testing.T) {
+	tpl := planTemplate()
+	for _, name := range []string{"plain", "audited"} {
+		tbl, _ := tpl.Table(name)
+		tbl.Key = nil
+	}
+	parent, _ := tpl.Table("parent")
+	child, _ := tpl.Table("child")
+	parent.Cascades, child.Cascades = []string{"child"}, []string{"gap"}
+	c := binlog.Changes{Tables: map[string]binlog.TableChanges{
+		"seeded": {Keys: []string{"1"}},
+		"big":    {Why: "more than 2000 of its rows changed"},
+		"parent": {Keys: []string{"2"}, Removed: true},
+	}}
+	keys, why := deltaKeys(tpl, c)
+	if !reflect.DeepEqual(keys["seeded"], []string{"1"}) {
+		t.Errorf("seeded: %v", keys["seeded"])
+	}
+	if _, ok := keys["empty"]; !ok {
+		t.Errorf("a table without logged rows is not vouched for: %v", why["empty"])
+	}
+	for table, want := range map[string]string{"big": "more than 2000", "plain": "no primary key", "docs": "FULLTEXT",
+		"child": "change to parent", "gap": "change to child"} {
+		if _, ok := keys[table]; ok || !strings.Contains(why[table], want) {
+			t.Errorf("%s: vouched %v, why %q; want %q", table, ok, why[table], want)
+		}
+	}
+	if _, ok := keys["parent"]; !ok {
+		t.Errorf("parent: %q", why["parent"])
+	}
+	// Inserts alone act on no foreign key.
+	c.Tables["parent"] = binlog.TableChanges{Keys: []string{"3"}}
+	if keys, why := deltaKeys(tpl, c); keys["child"] == nil && why["child"] != "" {
+		t.Errorf("child after inserts into parent: %q", why["child"])
+	}
+	// The log cannot tell: nothing is vouched for.
+	if keys, why := deltaKeys(tpl, binlog.Changes{Why: "the stream restarted"}); len(keys) != 0 || why["seeded"] != "the stream restarted" {
+		t.Errorf("unsure log: %v, %v", keys, why)
+	}
+}
+
+// TestKeyWhere: a key of one column is selected by an IN list; one of
+// several by a conjunction per key, which DELETE reads by the index.
+func TestKeyWhere(t *testing.T) {
+	one := &schema.Table{Key: []schema.KeyColumn{{Name: "id"}}}
+	if got := keyWhere(one, []string{"1", "2"}); got != "`id` IN (1, 2)" {
+		t.Errorf("one column: %s", got)
+	}
+	two := &schema.Table{Key: []schema.KeyColumn{{Name: "account"}, {Name: "seq"}}}
+	want := "(`account` = _utf8mb4 X'61' AND `seq` = 5) OR (`account` = X'' AND `seq` = 7)"
+	if got := keyWhere(two, []string{"(_utf8mb4 X'61',5)", "(X'',7)"}); got != want {
+		t.Errorf("two columns:\n got %s\nwant %s", got, want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/internal/testenv"
+	"github.com/testdbd/testdbd/internal/workload"
 	"github.com/testdbd/testdbd/strategies"
 )
 
@@ -26,7 +27,7 @@ var (
 		"random workloads per strategy in TestPropertyResetEqualsTemplate (make property runs 2500)")
 	propertySeed  = flag.Uint64("property.seed", 0, "seed of the random workloads; 0 picks one (printed)")
 	propertyBreak = flag.String("property.break", "",
-		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it; "delta" restores big tables by deleting the rows above the template's keys whenever their row count went up; "updatetime" trusts an UPDATE_TIME in the baseline's own second or the one before; "xa" leaves the XA transactions a workload left prepared alone`)
+		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it; "delta" restores big tables by deleting the rows above the template's keys whenever their row count went up; "updatetime" trusts an UPDATE_TIME in the baseline's own second or the one before; "xa" leaves the XA transactions a workload left prepared alone; "rowkeys" leaves one changed row of every table out of delta restores by the binary log`)
 )
 
 // workloads returns the count a flag asks for; in the quick tier (go test
@@ -114,6 +115,8 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, workloads int, m
 						strategies.BreakSchemaWatch(true)
 					case "delta":
 						strategies.BreakDelta(true)
+					case "rowkeys":
+						strategies.BreakRowKeys(true)
 					case "updatetime":
 						strategies.BreakUpdateTime(true)
 					case "xa":
@@ -125,6 +128,7 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, workloads int, m
 					strategies.BreakDetector(nil)
 					strategies.BreakSchemaWatch(false)
 					strategies.BreakDelta(false)
+					strategies.BreakRowKeys(false)
 					strategies.BreakUpdateTime(false)
 					strategies.BreakXA(false)
 					if err != nil {
@@ -150,6 +154,10 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, workloads int, m
 					stats["XA rolled back"] += len(rep.XARolledBack)
 					stats["tables reset"] += len(rep.TablesReset)
 					stats["delta restores"] += len(rep.TablesDelta)
+					if rep.DeltaFallback != "" {
+						_, why, _ := strings.Cut(rep.DeltaFallback, "copied back whole: ")
+						stats["copied whole: "+why]++
+					}
 					if rep.FallbackReason != "" {
 						stats["fallbacks"]++
 					}
@@ -261,7 +269,7 @@ func (w *randomWorkload) exec(ctx context.Context, db interface {
 }, who, q string) {
 	w.statements++
 	for _, tbl := range []string{"users", "posts", "comments", "audit_log", "post_counts", "tags", "post_tags", "categories",
-		"articles", "places", "kinds", "kind_log", "teams", "players", "event_log"} {
+		"articles", "places", "kinds", "kind_log", "teams", "players", "event_log", "ledger"} {
 		if strings.Contains(q, " "+tbl+" ") || strings.Contains(q, " "+tbl+"(") || strings.HasSuffix(q, " "+tbl) {
 			w.direct[tbl] = true
 		}
@@ -281,7 +289,7 @@ func (w *randomWorkload) n(k int) int { return w.rng.IntN(k) }
 func (w *randomWorkload) statement() string {
 	id := func() int { return 1 + w.n(12) }
 	word := func() string { return fmt.Sprintf("w%d", w.n(1000)) }
-	switch w.n(29) {
+	switch w.n(31) {
 	case 0:
 		return fmt.Sprintf("INSERT INTO users (email, name) VALUES ('%s@x', '%s')", word(), word())
 	case 1:
@@ -359,6 +367,28 @@ func (w *randomWorkload) statement() string {
 			return fmt.Sprintf("UPDATE event_log SET payload = '%s' WHERE id = %d", word(), 1+w.n(16384))
 		}
 		return fmt.Sprintf("DELETE FROM event_log WHERE id = %d", 1+w.n(16384))
+	case 29:
+		// The 100,000-row table, a few rows at a time: restored by key.
+		m := 1 + w.n(100000)
+		key := fmt.Sprintf("account = 'acct-%d' AND seq = %d", m%1000, m)
+		switch w.n(4) {
+		case 0:
+			return "UPDATE ledger SET amount = amount + 1 WHERE " + key
+		case 1:
+			return "DELETE FROM ledger WHERE " + key
+		case 2:
+			return fmt.Sprintf("INSERT INTO ledger VALUES ('ü-%d', %d, 1, NULL)", w.n(50), w.n(10))
+		}
+		return "UPDATE ledger SET seq = seq + 200000 WHERE " + key
+	case 30:
+		// Many rows of it at once; past what a delta restore puts back.
+		switch w.n(3) {
+		case 0:
+			return fmt.Sprintf("UPDATE ledger SET note = 'bulk' WHERE amount = %d", w.n(1000))
+		case 1:
+			return fmt.Sprintf("DELETE FROM ledger WHERE account = 'acct-%d'", w.n(1000))
+		}
+		return "INSERT INTO ledger SELECT CONCAT('new-', n), n, 0, NULL FROM " + workload.Numbers + " seq WHERE n <= 2500"
 	default:
 		return fmt.Sprintf("UPDATE categories SET name = 'r' WHERE parent_id = %d", 1+w.n(4))
 	}

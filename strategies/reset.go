@@ -60,6 +60,11 @@ type Target struct {
 	// (binlog.Log.SchemaChangedSince) instead of the server's statement
 	// counters.
 	Binlog *binlog.Log
+	// Rows follows the server's binary log for the rows tests change
+	// (nil: not followed); the database must be tracked there from its
+	// clone on. A reset then puts back the rows the log shows changed
+	// instead of whole tables (see delta.go).
+	Rows *binlog.Rows
 }
 
 // Baseline is a worker database's state right after a reset.
@@ -176,6 +181,12 @@ type resetter struct {
 	// presums are the checksums, by "db.table", of the tables the last
 	// reset restored, read while detection ran (see observe).
 	presums map[string]int64
+	// delta is what the binary log shows changed (Target.Rows); deltaOK
+	// the keys to put back in the tables it vouches for, deltaWhy why it
+	// does not for the others (see deltaKeys).
+	delta    binlog.Changes
+	deltaOK  map[string][]string
+	deltaWhy map[string]string
 }
 
 // run ends the lease's sessions, finds what the test changed and brings it
@@ -200,12 +211,16 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 		return nil, fmt.Errorf("detect: %w", err)
 	}
 	rs.obs = obs
+	rs.takeDelta(ctx)
 	why := rs.needsFullCheck(obs)
 	rs.r.Phases.Detect = time.Since(phase)
 
 	if why != "" {
+		// What the log shows is since the last reset, which may not have
+		// left the database as the template (no baseline).
 		return rs.fullCheck(ctx, why)
 	}
+	rs.deltaOK, rs.deltaWhy = deltaKeys(rs.t.Schema, rs.delta)
 	changed, unsure := rs.candidates(obs)
 	forced := rs.alwaysRestored()
 	changed, unsure = without(changed, forced), without(unsure, forced)

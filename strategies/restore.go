@@ -23,9 +23,10 @@ const BigTableRows = schema.BigTableRows
 func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*schema.Table, obs *observation, how testdbd.Strategy) (*Baseline, error) {
 	phase := time.Now()
 	p := planRestore(restoreInput{schema: rs.t.Schema, database: rs.t.Database, owner: rs.t.Owner, flavor: rs.t.Flavor,
-		how: how, keepAutoIncrement: rs.t.KeepAutoIncrement, restore: restore, rewind: rewind, appended: rs.appended,
+		how: how, keepAutoIncrement: rs.t.KeepAutoIncrement, restore: restore, rewind: rewind, appended: rs.appended, delta: rs.deltaOK,
 		states: obs.tables, statsTouched: obs.statsTouched})
 	p.report(rs.r)
+	rs.r.DeltaFallback = rs.deltaFallback(restore)
 	restoreSQL, statsSQL, err := p.batches()
 	if err != nil {
 		return nil, err

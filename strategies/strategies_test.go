@@ -43,6 +43,10 @@ type fixture struct {
 	srv    *instance.Member
 	ddl    *strategies.DDLCounter
 	binlog *binlog.Log // the server's binary log, shared by its resets
+	// rows follows the server's binary log for delta restores, started
+	// on first use (see rowStream); not in modeCounters.
+	rows   *binlog.Rows
+	root   testing.TB // the test the fixture was made for (t may be a subtest)
 	schema *schema.Schema
 	want   *dbcompare.Snapshot
 	// mode is how resets detect schema changes (modeAuto: as the daemon
@@ -79,6 +83,19 @@ func (f *fixture) log() *binlog.Log {
 		return nil
 	}
 	return f.binlog
+}
+
+// rowStream is the fixture's binary log stream (nil in modeCounters, as
+// on a server without a binary log), started on first use and running
+// once it returns.
+func (f *fixture) rowStream() *binlog.Rows {
+	if f.mode == modeCounters {
+		return nil
+	}
+	if f.rows == nil {
+		f.rows = testenv.RowStream(f.root, f.srv)
+	}
+	return f.rows
 }
 
 // modes are the ways schema changes are detected on f's server: watching
@@ -124,7 +141,8 @@ DROP TABLE tags;
 // fidelityMigration adds what real schemas have and the others lack: a
 // FULLTEXT index (with a deleted document in the template's index), a
 // SPATIAL index, ENUM, SET and YEAR columns, a trigger that writes NOW(6),
-// a foreign-key cycle, and a table of 16,384 rows.
+// a foreign-key cycle, a table of 16,384 rows and one of 100,000 with a
+// composite key of a string and an unsigned integer.
 const fidelityMigration = `-- +goose Up
 CREATE TABLE articles (
   id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
@@ -184,7 +202,20 @@ CREATE TABLE event_log (
 ) ENGINE=InnoDB;
 INSERT INTO event_log (kind, payload)
 SELECT n % 7, CONCAT('p', n) FROM ` + workload.Numbers + ` seq WHERE n <= 16384 ORDER BY n;
+CREATE TABLE ledger (
+  account VARCHAR(12) CHARACTER SET utf8mb4 NOT NULL,
+  seq INT UNSIGNED NOT NULL,
+  amount BIGINT NOT NULL,
+  note VARCHAR(20) NULL,
+  PRIMARY KEY (account, seq),
+  KEY by_amount (amount)
+) ENGINE=InnoDB;
+INSERT INTO ledger
+SELECT CONCAT('acct-', m % 1000), m, m * 7 % 1000, IF(m % 10 = 0, NULL, 'n')
+FROM (SELECT n + 20000 * k AS m FROM ` + workload.Numbers + ` seq,
+  (SELECT 0 k UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4) ks) x ORDER BY m;
 -- +goose Down
+DROP TABLE ledger;
 DROP TABLE event_log;
 ALTER TABLE teams DROP FOREIGN KEY team_captain;
 DROP TABLE players;
@@ -205,7 +236,7 @@ func newFixture(t testing.TB, p testenv.Provider) *fixture {
 	files = append(files, migrations.File{Name: "00004_extra.sql", Content: []byte(extraMigration)},
 		migrations.File{Name: "00005_fidelity.sql", Content: []byte(fidelityMigration)})
 	ctx := context.Background()
-	f := &fixture{t: t, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
+	f := &fixture{t: t, root: t, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
 	// Built as testdbd builds templates: as the template database's owner,
 	// the definer of its objects.
 	built, err := templates.Build(ctx, srv, f.ddl, "tpl", migrations.Source{Files: files}, templates.BuildOptions{})
@@ -240,6 +271,10 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { f.srv.DB.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", user)) })
+	rows := f.rowStream()
+	if rows != nil {
+		rows.Track(name, f.schema.Tables)
+	}
 	base, err := strategies.TakeBaseline(ctx, f.srv.StatusDB, f.srv.Flavor, f.ddl, name, f.dir(name), f.log())
 	if err != nil {
 		f.t.Fatal(err)
@@ -258,7 +293,7 @@ func (f *fixture) worker(name string, strategy testdbd.Strategy) (*strategies.Ta
 	dsnOf[db] = cfg.FormatDSN()
 	f.t.Cleanup(func() { db.Close() })
 	return &strategies.Target{DB: f.srv.DB, StatusDB: f.srv.StatusDB, Flavor: f.srv.Flavor, DDL: f.ddl, Schema: f.schema,
-		Database: name, User: user, Baseline: base, Strategy: strategy, Dir: f.dir(name), Owner: owner.User, Binlog: f.log()}, db
+		Database: name, User: user, Baseline: base, Strategy: strategy, Dir: f.dir(name), Owner: owner.User, Binlog: f.log(), Rows: rows}, db
 }
 
 // reset runs a reset and keeps the new baseline.

@@ -19,11 +19,16 @@ import (
 // their AUTO_INCREMENT to set back, and restores them (see
 // restoreAndRewind). phase is when verification began.
 func (rs *resetter) verify(ctx context.Context, changed, unsure, forced, drifted []*schema.Table, obs *observation, phase time.Time) (*Baseline, error) {
+	vouchedChanged, changed := rs.splitDelta(changed)
+	vouchedUnsure, unsure := rs.splitDelta(unsure)
+	byKeys, rewound := rs.byDelta(slices.Concat(vouchedChanged, vouchedUnsure), obs)
+	drifted = append(drifted, rewound...)
 	var err error
 	if rs.appended, err = rs.appendedRows(ctx, changed, obs); err != nil {
 		return nil, err
 	}
 	restore, big := rs.splitBig(forced, changed)
+	restore = append(restore, byKeys...)
 	quiet, err := rs.uncommitted(ctx, big)
 	if err != nil {
 		return nil, err
@@ -267,7 +272,10 @@ func (rs *resetter) compare(sums map[string]int64, tables []*schema.Table, obs *
 // candidate tables, restore the ones that differ, and rewind the
 // AUTO_INCREMENT counters that moved.
 func (rs *resetter) rollback(ctx context.Context, candidates, forced, drifted []*schema.Table, obs *observation, phase time.Time) (*Baseline, error) {
-	if len(candidates) == 0 {
+	vouched, candidates := rs.splitDelta(candidates)
+	written, rewound := rs.byDelta(vouched, obs)
+	drifted = append(drifted, rewound...)
+	if len(candidates)+len(written) == 0 {
 		rs.r.Phases.Verify = time.Since(phase)
 		if len(obs.statsTouched) > 0 || len(forced)+len(drifted) > 0 {
 			return rs.restoreAndRewind(ctx, forced, drifted, obs, testdbd.StrategySnapshot)
@@ -279,6 +287,7 @@ func (rs *resetter) rollback(ctx context.Context, candidates, forced, drifted []
 		return nil, err
 	}
 	committed, rewind := rs.compare(sums, candidates, obs)
+	committed = append(committed, written...)
 	rs.r.Phases.Verify = time.Since(phase)
 	if len(committed) > 0 {
 		rs.r.Strategy = testdbd.StrategySnapshot

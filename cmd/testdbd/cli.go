@@ -507,11 +507,14 @@ asked when it did. The lease's open connections are ended; reconnect.`
 		restored = "restored " + strings.Join(r.TablesReset, ", ")
 	}
 	if len(r.TablesDelta) > 0 {
-		restored += " (only the added rows of " + strings.Join(r.TablesDelta, ", ") + ")"
+		restored += " (row by row: " + strings.Join(r.TablesDelta, ", ") + ")"
 	}
 	fmt.Fprintf(stdout, "reset %s by %s in %s ms: %s (%d tables checked)\n", r.LeaseID, r.Strategy.Short(), ms(r.TotalMs), restored, r.TablesTotal)
 	if r.FallbackReason != "" {
 		fmt.Fprintf(stdout, "  asked for %s; %s\n", r.RequestedStrategy.Short(), r.FallbackReason)
+	}
+	if r.DeltaFallback != "" {
+		fmt.Fprintf(stdout, "  %s\n", r.DeltaFallback)
 	}
 	if len(r.SchemaChanges) > 0 {
 		fmt.Fprintf(stdout, "  schema put back: %s\n", strings.Join(r.SchemaChanges, "; "))

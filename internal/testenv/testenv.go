@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/testdbd/testdbd/binlog"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/native"
 )
@@ -142,4 +143,25 @@ func Main(m *testing.M) {
 	code := m.Run()
 	RemovePristine()
 	os.Exit(code)
+}
+
+// RowStream follows srv's binary log for delta restores (see binlog.Rows)
+// for the test's duration, and returns once the stream runs.
+func RowStream(tb testing.TB, srv *instance.Member) *binlog.Rows {
+	tb.Helper()
+	r := srv.FollowRows(Logger(tb))
+	tb.Cleanup(r.Close)
+	const probe = "testdbd_rows_probe"
+	r.Track(probe, nil)
+	defer r.Untrack(probe)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c := r.Take(context.Background(), probe, time.Second)
+		if c.Why == "" {
+			return r
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the binary log stream did not start: %s", c.Why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -2532,14 +2532,23 @@ type ResetReport struct {
 	// The reset left AUTO_INCREMENT counters where the tests moved them (the
 	// lease's keep_auto_increment); otherwise they are the template's.
 	KeepAutoIncrement bool `protobuf:"varint,12,opt,name=keep_auto_increment,json=keepAutoIncrement,proto3" json:"keep_auto_increment,omitempty"`
-	// The tables of tables_reset restored by deleting only the rows the test
-	// added to them (big tables the test only appended to: the delta
-	// restore); the others were copied back whole from the template.
+	// The tables of tables_reset restored row by row (the delta restore):
+	// only the rows the test inserted, updated or deleted were put back, as
+	// the server's binary log shows them (or, for a big table the test only
+	// appended to, the rows above the template's keys were deleted); the
+	// others were copied back whole from the template.
 	TablesDelta []string `protobuf:"bytes,13,rep,name=tables_delta,json=tablesDelta,proto3" json:"tables_delta,omitempty"`
 	// The XA transactions a test left prepared in the database (XA PREPARE
 	// without XA COMMIT or XA ROLLBACK) that the reset rolled back, by xid
 	// ('gtrid', or X'gtrid',X'bqual',formatID).
-	XaRolledBack  []string `protobuf:"bytes,14,rep,name=xa_rolled_back,json=xaRolledBack,proto3" json:"xa_rolled_back,omitempty"`
+	XaRolledBack []string `protobuf:"bytes,14,rep,name=xa_rolled_back,json=xaRolledBack,proto3" json:"xa_rolled_back,omitempty"`
+	// Why tables of tables_reset were copied back whole rather than row by
+	// row, with the tables it holds for (the first reason when there are
+	// several): no primary key, a FULLTEXT index, a statement such as
+	// TRUNCATE or ALTER in the binary log, more rows changed than a delta
+	// restore puts back, a foreign key's cascade. Empty when none were, or
+	// when the truncate strategy was asked for (it copies whole tables).
+	DeltaFallback string `protobuf:"bytes,15,opt,name=delta_fallback,json=deltaFallback,proto3" json:"delta_fallback,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2670,6 +2679,13 @@ func (x *ResetReport) GetXaRolledBack() []string {
 		return x.XaRolledBack
 	}
 	return nil
+}
+
+func (x *ResetReport) GetDeltaFallback() string {
+	if x != nil {
+		return x.DeltaFallback
+	}
+	return ""
 }
 
 // ResetPhases are the phases of a reset, in milliseconds.
@@ -3946,7 +3962,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\rtemplate_hash\x18\x13 \x01(\tR\ftemplateHash\x12'\n" +
 	"\x0fmax_connections\x18\x14 \x01(\x05R\x0emaxConnections\x12!\n" +
 	"\fended_reason\x18\x15 \x01(\tR\vendedReason\x12.\n" +
-	"\x13keep_auto_increment\x18\x16 \x01(\bR\x11keepAutoIncrement\"\xba\x04\n" +
+	"\x13keep_auto_increment\x18\x16 \x01(\bR\x11keepAutoIncrement\"\xe1\x04\n" +
 	"\vResetReport\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12/\n" +
 	"\bstrategy\x18\x02 \x01(\x0e2\x13.testdb.v1.StrategyR\bstrategy\x12B\n" +
@@ -3962,7 +3978,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\bdatabase\x18\v \x01(\tR\bdatabase\x12.\n" +
 	"\x13keep_auto_increment\x18\f \x01(\bR\x11keepAutoIncrement\x12!\n" +
 	"\ftables_delta\x18\r \x03(\tR\vtablesDelta\x12$\n" +
-	"\x0exa_rolled_back\x18\x0e \x03(\tR\fxaRolledBack\"\xa4\x01\n" +
+	"\x0exa_rolled_back\x18\x0e \x03(\tR\fxaRolledBack\x12%\n" +
+	"\x0edelta_fallback\x18\x0f \x01(\tR\rdeltaFallback\"\xa4\x01\n" +
 	"\vResetPhases\x12\x1f\n" +
 	"\vsessions_ms\x18\x01 \x01(\x01R\n" +
 	"sessionsMs\x12\x1b\n" +
