@@ -19,6 +19,7 @@ import (
 	"github.com/testdbd/testdbd/client"
 	"github.com/testdbd/testdbd/instance/docker"
 	"github.com/testdbd/testdbd/instance/native"
+	"github.com/testdbd/testdbd/migrations"
 )
 
 // bench is one run: what it measures, what it started (to stop it however
@@ -224,6 +225,30 @@ func (b *bench) templateDaemon(ctx context.Context, name string, args []string, 
 		return nil, err
 	}
 	b.progress("daemon %q: template and %d databases ready after %.0f ms", name, pool, ms(time.Since(start)))
+	return d, nil
+}
+
+// sourceDaemon is templateDaemon for a template of src alone (no standard
+// workload), with templatePool databases of a pool of pool in all.
+func (b *bench) sourceDaemon(ctx context.Context, name string, args []string, template string, templatePool int, src migrations.Source, pool int) (*daemon, error) {
+	state, err := b.newStateDir(false)
+	if err != nil {
+		return nil, err
+	}
+	d, err := b.startDaemon(ctx, name, state, append(poolArgs(pool), args...)...)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := d.ensureSource(ctx, template, templatePool, src); err != nil {
+		b.stopDaemon(d)
+		return nil, err
+	}
+	if err := d.waitIdle(ctx, template, templatePool); err != nil {
+		b.stopDaemon(d)
+		return nil, err
+	}
+	b.progress("daemon %q: template and %d databases ready after %.0f ms", name, templatePool, ms(time.Since(start)))
 	return d, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/testdbd/testdbd/client"
+	"github.com/testdbd/testdbd/migrations"
 )
 
 // daemon is a `testdbd serve` child process and the SDK's REST client of
@@ -143,7 +144,17 @@ func (d *daemon) kill() {
 // ensureTemplate builds (or finds) a template of the standard workload,
 // plus the extra migration files, and waits for the build.
 func (d *daemon) ensureTemplate(ctx context.Context, name string, poolSize int, extra ...client.MigrationFile) (*client.Template, error) {
-	src := standardSource(standardTables)
+	return d.ensureOf(ctx, name, poolSize, standardSource(standardTables), extra...)
+}
+
+// ensureSource builds (or finds) a template of src alone and waits for the
+// build.
+func (d *daemon) ensureSource(ctx context.Context, name string, poolSize int, src migrations.Source) error {
+	_, err := d.ensureOf(ctx, name, poolSize, src)
+	return err
+}
+
+func (d *daemon) ensureOf(ctx context.Context, name string, poolSize int, src migrations.Source, extra ...client.MigrationFile) (*client.Template, error) {
 	files := make([]client.MigrationFile, 0, len(src.Files)+len(extra))
 	for _, f := range src.Files {
 		files = append(files, client.MigrationFile{Name: f.Name, Content: string(f.Content)})

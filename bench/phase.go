@@ -21,6 +21,7 @@ var phases = []phase{
 	concurrentPhase,
 	suitePhase,
 	bigTablesPhase,
+	realSchemaPhase,
 	coldPhase,
 }
 

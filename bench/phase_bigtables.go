@@ -80,7 +80,7 @@ DROP TABLE rental;
 // bigRowsTest adds one row to each of the two big tables (a rental and its
 // payment) or, with small, to each of two small tables of the standard
 // schema; inside a transaction it rolls back when rollback is set.
-func bigRowsTest(small bool) func(ctx context.Context, db *sql.DB, rollback bool) error {
+func bigRowsTest(small bool) testFunc {
 	stmts := []string{
 		"INSERT INTO rental (customer_id, item) VALUES (1, 'new')",
 		"INSERT INTO payment (rental_id, amount) VALUES (LAST_INSERT_ID(), 4.99)",
@@ -91,27 +91,23 @@ func bigRowsTest(small bool) func(ctx context.Context, db *sql.DB, rollback bool
 			fmt.Sprintf("INSERT INTO %s (name) VALUES ('new')", workload.Table(17)),
 		}
 	}
-	return func(ctx context.Context, db *sql.DB, rollback bool) error {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		if rollback {
-			if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
-				return err
-			}
-		}
-		for _, s := range stmts {
-			if _, err := conn.ExecContext(ctx, s); err != nil {
-				return fmt.Errorf("%s: %w", s, err)
-			}
-		}
-		if rollback {
-			_, err = conn.ExecContext(ctx, "ROLLBACK")
-		}
-		return err
+	return func(ctx context.Context, conn *sql.Conn, rollback bool) error {
+		return execAll(ctx, conn, stmts, rollback)
 	}
+}
+
+// execAll runs stmts on conn, inside a transaction it rolls back when
+// rollback is set.
+func execAll(ctx context.Context, conn *sql.Conn, stmts []string, rollback bool) error {
+	if rollback {
+		stmts = append(append([]string{"BEGIN"}, stmts...), "ROLLBACK")
+	}
+	for _, s := range stmts {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
 }
 
 func runBigTables(ctx context.Context, b *bench, p bigTablesPlan, r *bigTablesResults) error {

@@ -38,6 +38,8 @@ type laravelVariant struct {
 	conn  *sql.Conn
 	l     *laravel
 	done  func() // at close, after the connection's (nil: nothing)
+	// work is the test; nil runs the standard one.
+	work testFunc
 }
 
 // newLaravelVariant migrates database from scratch on a baseline server
@@ -91,8 +93,13 @@ func laravelOn(ctx context.Context, label string, db *sql.DB, src migrations.Sou
 	return &laravelVariant{label: label, db: db, conn: conn, l: l}, nil
 }
 
-func (v *laravelVariant) name() string                    { return v.label }
-func (v *laravelVariant) test(ctx context.Context) error  { return workload.Test(ctx, v.conn) }
+func (v *laravelVariant) name() string { return v.label }
+func (v *laravelVariant) test(ctx context.Context) error {
+	if v.work != nil {
+		return v.work(ctx, v.conn, false)
+	}
+	return workload.Test(ctx, v.conn)
+}
 func (v *laravelVariant) reset(ctx context.Context) error { _, err := v.l.truncate(ctx); return err }
 func (v *laravelVariant) close() {
 	v.conn.Close()
@@ -130,6 +137,10 @@ func (v *freshVariant) reset(ctx context.Context) error {
 }
 func (v *freshVariant) close() {}
 
+// testFunc is a test other than the standard one, on one connection; in a
+// transaction it rolls back when rollback is set.
+type testFunc func(ctx context.Context, conn *sql.Conn, rollback bool) error
+
 // leaseVariant: a lease of the daemon, reset through the REST API. The
 // rollback strategy's test writes inside a transaction it rolls back, as
 // Laravel's RefreshDatabase or Django's TestCase do, and then asks for the
@@ -141,7 +152,7 @@ type leaseVariant struct {
 	db       *sql.DB
 	rollback bool
 	// work is the test; nil runs the standard one.
-	work func(ctx context.Context, db *sql.DB, rollback bool) error
+	work testFunc
 }
 
 // newLeaseVariant acquires a lease of template with strategy, keeping
@@ -162,7 +173,12 @@ func newLeaseVariant(ctx context.Context, label string, d *daemon, template, str
 func (v *leaseVariant) name() string { return v.label }
 func (v *leaseVariant) test(ctx context.Context) error {
 	if v.work != nil {
-		return v.work(ctx, v.db, v.rollback)
+		conn, err := v.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		return v.work(ctx, conn, v.rollback)
 	}
 	return runTest(ctx, v.db, v.rollback)
 }
