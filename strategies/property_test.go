@@ -79,7 +79,7 @@ func TestPropertyResetEqualsTemplate(t *testing.T) {
 }
 
 func propertyRun(t *testing.T, p testenv.Provider, seed uint64, workloads int, mode detectMode) {
-	f := newFixture(t, p)
+	f := newBigFixture(t, p)
 	f.mode = mode
 	if mode == modeAuto && !f.srv.Watch {
 		t.Logf("the datadir cannot be watched (%s): schema changes are detected from the binary log", f.srv.WatchWhy)

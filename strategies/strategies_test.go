@@ -141,8 +141,7 @@ DROP TABLE tags;
 // fidelityMigration adds what real schemas have and the others lack: a
 // FULLTEXT index (with a deleted document in the template's index), a
 // SPATIAL index, ENUM, SET and YEAR columns, a trigger that writes NOW(6),
-// a foreign-key cycle, a table of 16,384 rows and one of 100,000 with a
-// composite key of a string and an unsigned integer.
+// a foreign-key cycle, and a table of 16,384 rows.
 const fidelityMigration = `-- +goose Up
 CREATE TABLE articles (
   id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
@@ -202,6 +201,21 @@ CREATE TABLE event_log (
 ) ENGINE=InnoDB;
 INSERT INTO event_log (kind, payload)
 SELECT n % 7, CONCAT('p', n) FROM ` + workload.Numbers + ` seq WHERE n <= 16384 ORDER BY n;
+-- +goose Down
+DROP TABLE event_log;
+ALTER TABLE teams DROP FOREIGN KEY team_captain;
+DROP TABLE players;
+DROP TABLE teams;
+DROP TABLE kind_log;
+DROP TABLE kinds;
+DROP TABLE places;
+DROP TABLE articles;
+`
+
+// bigMigration adds a table of 100,000 rows whose key is a string and an
+// unsigned integer, for the property test (newBigFixture): the tests that
+// do not write to it need not copy it into every worker.
+const bigMigration = `-- +goose Up
 CREATE TABLE ledger (
   account VARCHAR(12) CHARACTER SET utf8mb4 NOT NULL,
   seq INT UNSIGNED NOT NULL,
@@ -216,17 +230,18 @@ FROM (SELECT n + 20000 * k AS m FROM ` + workload.Numbers + ` seq,
   (SELECT 0 k UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4) ks) x ORDER BY m;
 -- +goose Down
 DROP TABLE ledger;
-DROP TABLE event_log;
-ALTER TABLE teams DROP FOREIGN KEY team_captain;
-DROP TABLE players;
-DROP TABLE teams;
-DROP TABLE kind_log;
-DROP TABLE kinds;
-DROP TABLE places;
-DROP TABLE articles;
 `
 
 func newFixture(t testing.TB, p testenv.Provider) *fixture {
+	return newFixtureOf(t, p)
+}
+
+// newBigFixture is newFixture with the 100,000-row table (bigMigration).
+func newBigFixture(t testing.TB, p testenv.Provider) *fixture {
+	return newFixtureOf(t, p, migrations.File{Name: "00006_big.sql", Content: []byte(bigMigration)})
+}
+
+func newFixtureOf(t testing.TB, p testenv.Provider, extra ...migrations.File) *fixture {
 	t.Helper()
 	srv := testenv.ServerOf(t, p)
 	files, err := migrations.LoadDir(filepath.Join("..", "examples", "migrations"), "..")
@@ -235,6 +250,7 @@ func newFixture(t testing.TB, p testenv.Provider) *fixture {
 	}
 	files = append(files, migrations.File{Name: "00004_extra.sql", Content: []byte(extraMigration)},
 		migrations.File{Name: "00005_fidelity.sql", Content: []byte(fidelityMigration)})
+	files = append(files, extra...)
 	ctx := context.Background()
 	f := &fixture{t: t, root: t, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}
 	// Built as testdbd builds templates: as the template database's owner,
