@@ -480,35 +480,7 @@ var intBits = map[string]uint{"tinyint": 8, "smallint": 16, "mediumint": 24, "in
 // the comparison is the column's own and its index serves.
 func literal(col schema.KeyColumn, v any) (string, bool) {
 	if bits, ok := intBits[col.Type]; ok {
-		var i int64
-		switch x := v.(type) {
-		case int8:
-			i = int64(x)
-		case int16:
-			i = int64(x)
-		case int32:
-			i = int64(x)
-		case int64:
-			i = x
-		case uint8:
-			return strconv.FormatUint(uint64(x), 10), true
-		case uint16:
-			return strconv.FormatUint(uint64(x), 10), true
-		case uint32:
-			return strconv.FormatUint(uint64(x), 10), true
-		case uint64:
-			return strconv.FormatUint(x, 10), true
-		default:
-			return "", false
-		}
-		if col.Unsigned && i < 0 {
-			u := uint64(i)
-			if bits < 64 {
-				u &= 1<<bits - 1
-			}
-			return strconv.FormatUint(u, 10), true
-		}
-		return strconv.FormatInt(i, 10), true
+		return intLiteral(v, bits, col.Unsigned)
 	}
 	s, ok := v.(string)
 	if !ok {
@@ -533,6 +505,34 @@ func literal(col schema.KeyColumn, v any) (string, bool) {
 	// BINARY loses its trailing zero bytes in the log; dates, decimals and
 	// the rest are not written back from their logged form.
 	return "", false
+}
+
+// intLiteral renders an integer of a column bits wide, taking a negative
+// value of an unsigned column back modulo 2^bits.
+func intLiteral(v any, bits uint, unsigned bool) (string, bool) {
+	var i int64
+	switch x := v.(type) {
+	case int8:
+		i = int64(x)
+	case int16:
+		i = int64(x)
+	case int32:
+		i = int64(x)
+	case int64:
+		i = x
+	case uint8, uint16, uint32, uint64:
+		return fmt.Sprint(x), true
+	default:
+		return "", false
+	}
+	if unsigned && i < 0 {
+		u := uint64(i)
+		if bits < 64 {
+			u &= 1<<bits - 1
+		}
+		return strconv.FormatUint(u, 10), true
+	}
+	return strconv.FormatInt(i, 10), true
 }
 
 // logEnd reads where the binary log ends: the last file of SHOW BINARY

@@ -357,12 +357,12 @@ func (s *Member) Describe(ctx context.Context) (testdbd.InstanceInfo, int) {
 // FollowRows starts following the server's binary log for the rows tests
 // change (see binlog.Rows), through its administrative endpoint; the
 // stream stops when the server does, or at Close.
-func (m *Member) FollowRows(log *slog.Logger) *binlog.Rows {
-	a := m.Admin()
+func (s *Member) FollowRows(log *slog.Logger) *binlog.Rows {
+	a := s.Admin()
 	addr := a.Socket
 	if addr == "" {
 		addr = net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
 	}
-	return binlog.StartRows(binlog.RowsConfig{Addr: addr, User: a.User, Password: a.Password, Flavor: string(m.Flavor),
-		DB: m.StatusDB, Logger: log, Done: m.Done()})
+	return binlog.StartRows(binlog.RowsConfig{Addr: addr, User: a.User, Password: a.Password, Flavor: string(s.Flavor),
+		DB: s.StatusDB, Logger: log, Done: s.Done()})
 }

@@ -104,9 +104,6 @@ func (m *Manager) adoptLocked(s *instance.Member) *host {
 // followRows starts following s's binary log for the rows tests change;
 // the stream stops with the server (or Manager.Close).
 func (m *Manager) followRows(s *instance.Member) *binlog.Rows {
-	if DisableRowStream {
-		return nil
-	}
 	return s.FollowRows(m.log.With("instance", s.ID()))
 }
 
@@ -116,11 +113,6 @@ func (m *Manager) followRows(s *instance.Member) *binlog.Rows {
 // more at once only share the same cores more finely, and each takes
 // longer.
 var ResetSlots = max(1, runtime.NumCPU())
-
-// DisableRowStream, set before servers are adopted, makes resets restore
-// without following the binary log (whole tables, as before delta
-// restores): for benchmarks that compare the two.
-var DisableRowStream bool
 
 // hostDead reports whether st died; m.mu must not be held.
 func (m *Manager) hostDead(st *host) bool {
