@@ -207,16 +207,33 @@ func poolArgs(pool int) []string {
 // and a pool of exactly pool worker databases, and waits until they are
 // ready.
 func (b *bench) templateDaemon(ctx context.Context, name string, args []string, template string, pool int, extra ...client.MigrationFile) (*daemon, error) {
+	return b.daemonWith(ctx, name, append(poolArgs(pool), args...), template, pool, func(d *daemon) error {
+		_, err := d.ensureTemplate(ctx, template, pool, extra...)
+		return err
+	})
+}
+
+// sourceDaemon is templateDaemon for a template of src alone (no standard
+// workload), with templatePool databases of a pool of pool in all.
+func (b *bench) sourceDaemon(ctx context.Context, name string, args []string, template string, templatePool int, src migrations.Source, pool int) (*daemon, error) {
+	return b.daemonWith(ctx, name, append(poolArgs(pool), args...), template, templatePool, func(d *daemon) error {
+		return d.ensureSource(ctx, template, templatePool, src)
+	})
+}
+
+// daemonWith starts a daemon with args, builds its template by ensure and
+// waits until pool databases of it are ready.
+func (b *bench) daemonWith(ctx context.Context, name string, args []string, template string, pool int, ensure func(*daemon) error) (*daemon, error) {
 	state, err := b.newStateDir(false)
 	if err != nil {
 		return nil, err
 	}
-	d, err := b.startDaemon(ctx, name, state, append(poolArgs(pool), args...)...)
+	d, err := b.startDaemon(ctx, name, state, args...)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	if _, err := d.ensureTemplate(ctx, template, pool, extra...); err != nil {
+	if err := ensure(d); err != nil {
 		b.stopDaemon(d)
 		return nil, err
 	}
@@ -225,30 +242,6 @@ func (b *bench) templateDaemon(ctx context.Context, name string, args []string, 
 		return nil, err
 	}
 	b.progress("daemon %q: template and %d databases ready after %.0f ms", name, pool, ms(time.Since(start)))
-	return d, nil
-}
-
-// sourceDaemon is templateDaemon for a template of src alone (no standard
-// workload), with templatePool databases of a pool of pool in all.
-func (b *bench) sourceDaemon(ctx context.Context, name string, args []string, template string, templatePool int, src migrations.Source, pool int) (*daemon, error) {
-	state, err := b.newStateDir(false)
-	if err != nil {
-		return nil, err
-	}
-	d, err := b.startDaemon(ctx, name, state, append(poolArgs(pool), args...)...)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	if err := d.ensureSource(ctx, template, templatePool, src); err != nil {
-		b.stopDaemon(d)
-		return nil, err
-	}
-	if err := d.waitIdle(ctx, template, templatePool); err != nil {
-		b.stopDaemon(d)
-		return nil, err
-	}
-	b.progress("daemon %q: template and %d databases ready after %.0f ms", name, templatePool, ms(time.Since(start)))
 	return d, nil
 }
 
