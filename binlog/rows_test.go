@@ -17,7 +17,8 @@ import (
 // unsigned, strings, several columns), and nothing of a rolled-back
 // transaction; a statement that changes rows without logging them, a
 // table without a key or with too many changed rows each say why; what
-// another database's lease does changes nothing here.
+// another database's lease does changes nothing here; and a lease can
+// neither keep its writes out of the log nor log them as statements.
 func TestRowsTake(t *testing.T) {
 	for _, p := range testenv.Providers() {
 		t.Run(p.Name, func(t *testing.T) {
@@ -74,6 +75,14 @@ func TestRowsTake(t *testing.T) {
 			}
 			if why := c.Tables["t"].Why; !strings.Contains(why, "more than 2000") {
 				t.Errorf("t: %q", why)
+			}
+
+			// A lease cannot keep its writes out of the log, nor log them
+			// as statements.
+			for _, q := range []string{"SET SESSION sql_log_bin = 0", "SET SESSION binlog_format = 'STATEMENT'"} {
+				if _, err := l.db.ExecContext(ctx, q); err == nil {
+					t.Errorf("a lease ran %s", q)
+				}
 			}
 
 			// A statement that changes rows unlogged: the database is unsure.
