@@ -288,7 +288,9 @@ func (r *Rows) stream(ctx context.Context) error {
 		ServerID: 1<<30 + rand.Uint32N(1<<30), Flavor: r.cfg.Flavor,
 		Host: r.cfg.Addr, User: r.cfg.User, Password: r.cfg.Password,
 		DisableRetrySync: true, HeartbeatPeriod: time.Second, ReadTimeout: 10 * time.Second,
-		Logger: r.cfg.Logger,
+		// Its own chatter (registering, closing) is not the daemon's
+		// business; follow logs the stream's failures.
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if host, port, err := net.SplitHostPort(r.cfg.Addr); err == nil && !strings.Contains(r.cfg.Addr, "/") {
 		p, _ := strconv.ParseUint(port, 10, 16)
