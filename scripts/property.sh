@@ -13,6 +13,9 @@
 #                      mariadb-10.11, mariadb-11.8, mysql-9.7; add
 #                      kubernetes with a cluster running, see make k8s-up)
 #   PROPERTY_TIMEOUT   each cell's timeout (default 80m)
+#   Every cell's fixture holds a table of 100,000 rows
+#   (TESTDBD_PROPERTY_BIG=1; the full test matrix has it on the native
+#   cell only).
 #   PROPERTY_ARGS      more arguments for the test binary, e.g.
 #                      "-property.seed=123" to replay a failure
 set -uo pipefail
@@ -30,7 +33,7 @@ for cell in ${CELLS//,/ }; do
 	echo "property: cell $cell, $N workloads per strategy, $C per lease concurrently, timeout $TIMEOUT"
 	start=$SECONDS
 	# shellcheck disable=SC2086 # PROPERTY_ARGS is split on purpose
-	TESTDBD_ENGINES=$cell TESTDBD_PROPERTY_N=$N TESTDBD_PROPERTY_CONCURRENT=$C \
+	TESTDBD_ENGINES=$cell TESTDBD_PROPERTY_N=$N TESTDBD_PROPERTY_CONCURRENT=$C TESTDBD_PROPERTY_BIG=1 \
 		"$GO" test -race -count=1 -timeout "$TIMEOUT" \
 		-run 'TestPropertyResetEqualsTemplate|TestPropertyConcurrent' -v ./strategies/ \
 		${PROPERTY_ARGS:+-args $PROPERTY_ARGS} 2>&1 | grep --line-buffered -v '^[[:space:]]*testenv.go'
