@@ -25,11 +25,13 @@ var DeltaWait = 2 * time.Second
 
 // takeDelta takes what the binary log shows changed in the database since
 // the last reset, once the lease's sessions have ended. Every reset takes
-// it, whatever it then does, so that the next one starts from there.
+// it, whatever it then does, so that the next one starts from there; the
+// truncate strategy, which restores whole tables, only starts anew
+// without waiting for the stream.
 func (rs *resetter) takeDelta(ctx context.Context) {
 	if rs.t.Rows == nil || rs.t.Strategy == testdbd.StrategyTruncate {
 		if rs.t.Rows != nil {
-			rs.t.Rows.Take(ctx, rs.t.Database, DeltaWait)
+			rs.t.Rows.Forget(rs.t.Database)
 		}
 		rs.delta = binlog.Changes{Why: "the truncate strategy restores whole tables"}
 		return
