@@ -54,10 +54,18 @@ var _ testdbd.Instance = (*Container)(nil)
 func (p *Provider) Start(ctx context.Context, opts testdbd.StartOptions) (testdbd.Instance, error) {
 	p.mu.Lock()
 	closed := p.closed
+	if !closed {
+		p.starting.Add(1)
+	}
 	p.mu.Unlock()
 	if closed {
 		return nil, testdbd.Errorf(testdbd.EUnavailable, "docker provider is closed")
 	}
+	defer p.starting.Done()
+	// Close cancels a start in flight as well as the caller can.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(p.startCtx, stop)()
 	id := "d-" + random.Hex(4)
 	var s *Container
 	var err error
@@ -115,6 +123,12 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	}
 	if err != nil {
 		_ = p.terminate(s.ctr)
+		if s.ctr == nil {
+			// A create the engine carried out after ctx ended leaves a
+			// container testcontainers returned no handle of.
+			_ = removeLabelled(context.WithoutCancel(ctx), p.cli, p.log, "removed a container whose start failed",
+				LabelOwner+"="+p.owner, LabelInstance+"="+id)
+		}
 		return nil, fmt.Errorf("run image %s: %w", p.cfg.Image, err)
 	}
 	if err := p.watch(s); err != nil {

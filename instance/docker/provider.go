@@ -87,6 +87,12 @@ type Provider struct {
 	watchCtx context.Context
 	cancel   context.CancelFunc // ends every watcher
 	wg       sync.WaitGroup     // the watchers
+	// starting counts the starts in flight; Close cancels them
+	// (startCancel) and waits for them before its last sweep, or a
+	// container created after that sweep would outlive the provider.
+	starting    sync.WaitGroup
+	startCtx    context.Context
+	startCancel context.CancelFunc
 
 	mu      sync.Mutex
 	servers map[string]*Container
@@ -167,6 +173,7 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 		return nil, err
 	}
 	p.watchCtx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	p.startCtx, p.startCancel = context.WithCancel(context.WithoutCancel(ctx))
 	p.log.Info("docker provider ready", "image", cfg.Image, "engine", p.engine.String(), "owner", p.owner)
 	return p, nil
 }
@@ -205,6 +212,10 @@ func (p *Provider) Close(ctx context.Context) error {
 	p.lock = nil
 	p.mu.Unlock()
 
+	if p.startCancel != nil {
+		p.startCancel()
+	}
+	p.starting.Wait()
 	errs := instance.StopAll(ctx, servers)
 	// Containers of starts still in flight, or whose removal failed above.
 	errs = append(errs, p.sweep(ctx, "removed a container left at shutdown"))
@@ -254,26 +265,48 @@ func (p *Provider) sweep(ctx context.Context, msg string) error {
 	return removeOwned(ctx, p.cli, p.owner, p.log, msg)
 }
 
+// removeWait bounds how long a removal waits for a container the engine
+// is still creating.
+const removeWait = 30 * time.Second
+
 // removeOwned removes every container whose LabelOwner is owner.
 func removeOwned(ctx context.Context, cli *testcontainers.DockerClient, owner string, log *slog.Logger, msg string) error {
-	list, err := cli.ContainerList(ctx, client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", LabelOwner+"="+owner),
-	})
-	if err != nil {
-		return fmt.Errorf("docker provider: list containers: %w", err)
+	return removeLabelled(ctx, cli, log, msg, LabelOwner+"="+owner)
+}
+
+// removeLabelled removes every container that carries all of labels
+// ("key=value"). A container the engine lists but is still creating (its
+// create request cancelled mid-way) answers a removal with "no such
+// container" and stays: it is tried again until it is gone, for up to
+// removeWait.
+func removeLabelled(ctx context.Context, cli *testcontainers.DockerClient, log *slog.Logger, msg string, labels ...string) error {
+	filters := make(client.Filters)
+	for _, l := range labels {
+		filters = filters.Add("label", l)
 	}
-	var errs []error
-	for _, c := range list.Items {
-		_, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
-			continue
+	deadline := time.Now().Add(removeWait)
+	for {
+		list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
+		if err != nil {
+			return fmt.Errorf("docker provider: list containers: %w", err)
 		}
-		log.Info(msg, "container", shortID(c.ID),
-			"instance", c.Labels[LabelInstance], "state", c.State)
+		var errs, pending []error
+		for _, c := range list.Items {
+			_, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			switch {
+			case cerrdefs.IsNotFound(err):
+				pending = append(pending, fmt.Errorf("container %s (%s) is listed but cannot be removed yet", shortID(c.ID), c.State))
+			case err != nil:
+				errs = append(errs, fmt.Errorf("remove container %s: %w", shortID(c.ID), err))
+			default:
+				log.Info(msg, "container", shortID(c.ID), "instance", c.Labels[LabelInstance], "state", c.State)
+			}
+		}
+		if len(pending) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return errors.Join(append(errs, pending...)...)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return errors.Join(errs...)
 }
 
 // SweepStateDir removes the containers a Docker provider that ended

@@ -609,3 +609,60 @@ func TestOfficialImageLayout(t *testing.T) {
 		}
 	})
 }
+
+// TestStartsInFlight: a start whose context ends while its container is
+// being created or started leaves no container behind, and neither does a
+// Close that comes while starts are in flight: they are cancelled and
+// waited for before the last sweep.
+func TestStartsInFlight(t *testing.T) {
+	eachImage(t, func(t *testing.T, image string) {
+		p := newProvider(t, config(t, image))
+		args := instance.Args(p.Engine(), instance.Config{})
+		created := func() {
+			t.Helper()
+			deadline := time.Now().Add(time.Minute)
+			for len(containers(t, p.Owner())) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("no container appeared within a minute of the start")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			inst, err := p.Start(ctx, testdbd.StartOptions{Args: args})
+			if err == nil {
+				_ = inst.Stop(context.Background())
+			}
+			done <- err
+		}()
+		created()
+		cancel()
+		if err := <-done; err == nil {
+			t.Log("the start finished before its cancellation; nothing to check for it")
+		}
+		if left := containers(t, p.Owner()); len(left) > 0 {
+			t.Errorf("containers left after a cancelled start: %v", left)
+		}
+
+		starts := make(chan error, 3)
+		for range 3 {
+			go func() {
+				_, err := p.Start(context.Background(), testdbd.StartOptions{Args: args})
+				starts <- err
+			}()
+		}
+		created()
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		for range 3 {
+			<-starts // each either failed or was stopped by Close
+		}
+		if left := containers(t, p.Owner()); len(left) > 0 {
+			t.Errorf("containers left after a Close during starts: %v", left)
+		}
+	})
+}
