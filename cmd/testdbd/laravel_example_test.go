@@ -23,8 +23,9 @@ import (
 // --hash-files, runs the suite serially with the TestdbdDatabase trait and
 // then in four processes through paratest.php, where Laravel's
 // ParallelRunner calls testdbd's ParallelTesting hooks (a lease per worker
-// token, taken and released by the runner). Both runs must pass, with every
-// lease released. Then a run with a failing test must fail, and one stopped
+// token, taken and released by the runner); then again with RefreshDatabase
+// and rollback resets (EXAMPLE_RESET=testdbd-rollback). Every run must
+// pass, with every lease released. Then a run with a failing test must fail, and one stopped
 // by SIGTERM must stop, both releasing their leases too.
 func TestLaravelExample(t *testing.T) {
 	testenv.NeedFull(t, "the Laravel example")
@@ -49,30 +50,38 @@ func TestLaravelExample(t *testing.T) {
 		}
 	}
 
-	out, code := runLaravel(t, dir, env, nil, "./run.sh", "4")
-	serial := regexp.MustCompile(`(?m)^Tests: (\d+), Assertions: \d+, Skipped: (\d+)\.$`).FindStringSubmatch(out)
-	parallel := regexp.MustCompile(`(?m)^paratest\.php: (\d+) tests in 4 processes, [\d.]+ s: OK$`).FindStringSubmatch(out)
-	switch {
-	case code != 0 || !strings.Contains(out, "laravel example: ok"):
-		t.Fatalf("examples/laravel/run.sh 4: exit %d\n%s", code, out)
-	case serial == nil || parallel == nil:
-		t.Fatalf("examples/laravel/run.sh 4: no PHPUnit summary of the serial run, or no paratest.php summary:\n%s", out)
-	case atoi(serial[1]) < 40 || serial[1] != parallel[1]:
-		t.Errorf("the serial run ran %s tests, the parallel one %s: want the same, at least 40", serial[1], parallel[1])
-	case serial[2] != "3" || strings.Contains(out[strings.Index(out, "paratest.php:"):], "Skipped"):
-		// ParallelHooksTest, without the trait, runs only under the hooks.
-		t.Errorf("want the 3 tests of ParallelHooksTest skipped serially and run in parallel:\n%s", out)
-	}
-	if testing.Verbose() {
-		t.Logf("examples/laravel/run.sh 4:\n%s", out)
-	}
-	noLeases(t, "run.sh")
-	stats, err := c.GetStats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stats.LeasesAcquired != 5 {
-		t.Errorf("%d leases acquired; want 5: the serial run's and one per parallel worker", stats.LeasesAcquired)
+	// The default suite (the trait, snapshot resets), then the one that
+	// keeps RefreshDatabase and resets by rollback: neither may fail, nor
+	// may a rollback reset have had to restore committed tables (the trait
+	// reports those on stderr as "...: testdbd: ...").
+	for i, reset := range []string{"testdbd", "testdbd-rollback"} {
+		out, code := runLaravel(t, dir, append(env, "EXAMPLE_RESET="+reset), nil, "./run.sh", "4")
+		serial := regexp.MustCompile(`(?m)^Tests: (\d+), Assertions: \d+, Skipped: (\d+)\.$`).FindStringSubmatch(out)
+		parallel := regexp.MustCompile(`(?m)^paratest\.php: (\d+) tests in 4 processes, [\d.]+ s: OK$`).FindStringSubmatch(out)
+		switch {
+		case code != 0 || !strings.Contains(out, "laravel example: ok"):
+			t.Fatalf("EXAMPLE_RESET=%s examples/laravel/run.sh 4: exit %d\n%s", reset, code, out)
+		case serial == nil || parallel == nil:
+			t.Fatalf("EXAMPLE_RESET=%s run.sh: no PHPUnit summary of the serial run, or no paratest.php summary:\n%s", reset, out)
+		case atoi(serial[1]) < 40 || serial[1] != parallel[1]:
+			t.Errorf("EXAMPLE_RESET=%s: the serial run ran %s tests, the parallel one %s: want the same, at least 40", reset, serial[1], parallel[1])
+		case serial[2] != "3" || strings.Contains(out[strings.Index(out, "paratest.php:"):], "Skipped"):
+			// ParallelHooksTest, without the trait, runs only under the hooks.
+			t.Errorf("EXAMPLE_RESET=%s: want the 3 tests of ParallelHooksTest skipped serially and run in parallel:\n%s", reset, out)
+		case strings.Contains(out, ": testdbd: "):
+			t.Errorf("EXAMPLE_RESET=%s: a reset did more than asked:\n%s", reset, out)
+		}
+		if testing.Verbose() {
+			t.Logf("EXAMPLE_RESET=%s examples/laravel/run.sh 4:\n%s", reset, out)
+		}
+		noLeases(t, "run.sh with EXAMPLE_RESET="+reset)
+		stats, err := c.GetStats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(5 * (i + 1)); stats.LeasesAcquired != want {
+			t.Errorf("%d leases acquired after EXAMPLE_RESET=%s; want %d: one per serial run and per parallel worker", stats.LeasesAcquired, reset, want)
+		}
 	}
 
 	// A failing test: paratest.php exits 1, and the runner releases the leases.
@@ -101,7 +110,7 @@ class FailingTest extends \Tests\TestCase
 		t.Fatal(err)
 	}
 	args := []string{"paratest.php", "--processes", "2", filepath.Join(tests, "FailingTest.php"), "tests/Feature/LookupApiTest.php"}
-	out, code = runLaravel(t, dir, env, nil, "php", args...)
+	out, code := runLaravel(t, dir, env, nil, "php", args...)
 	if code != 1 || !strings.Contains(out, "Tests: 2, Assertions: 2, Failures: 1.") || !strings.Contains(out, ": FAILED") {
 		t.Errorf("paratest.php with a failing test: exit %d, want 1 and the failure:\n%s", code, out)
 	}

@@ -13,7 +13,9 @@
 # 3. run it in PROCESSES worker processes (4 by default) with paratest.php:
 #    Laravel's ParallelRunner calls testdbd's ParallelTesting hooks, which
 #    lease a database per worker token and release it afterwards.
-# Every lease is released, also when a step fails.
+# Every lease is released, also when a step fails. EXAMPLE_RESET=testdbd-rollback
+# runs the suite with RefreshDatabase and testdbd's rollback reset instead
+# (tests/bootstrap.php).
 # Needs testdbd on PATH and Debian's php-cli, php-mysql, phpunit,
 # php-laravel-framework and php-faker (scripts/install-deps.sh examples);
 # the testdbd package comes from this checkout (autoload.php).
@@ -37,6 +39,8 @@ export TESTDBD_TEMPLATE TESTDBD_TEMPLATE_HASH # the trait and the hooks lease th
 # 2. Serially: tests/TestCase.php uses the TestdbdDatabase trait.
 phpunit
 
-# 3. In parallel, as `php artisan test --parallel --processes=N` would.
-php paratest.php --processes "$processes"
+# 3. In parallel, as `php artisan test --parallel --processes=N
+#    --without-databases` would (without: Laravel would create a database
+#    of its own per worker for suites with RefreshDatabase).
+php paratest.php --processes "$processes" --without-databases
 echo "laravel example: ok"

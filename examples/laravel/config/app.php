@@ -44,8 +44,8 @@ return [
         // worker and each test's connection points at its worker's lease.
         // Left out when the suite runs Laravel's way, for comparison
         // (EXAMPLE_RESET=RefreshDatabase or DatabaseMigrations: see
-        // tests/TestCase.php).
-        in_array(env('EXAMPLE_RESET', 'testdbd'), ['', 'testdbd'], true) ? Testdbd\Laravel\TestdbdServiceProvider::class : null,
+        // tests/bootstrap.php).
+        in_array(env('EXAMPLE_RESET'), ['RefreshDatabase', 'DatabaseMigrations'], true) ? null : Testdbd\Laravel\TestdbdServiceProvider::class,
     ])),
 
     'aliases' => [],

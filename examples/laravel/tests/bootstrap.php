@@ -2,11 +2,17 @@
 
 require __DIR__ . '/../autoload.php';
 
+// Which Tests\TestCase the suite runs with (EXAMPLE_RESET):
+//   testdbd             tests/TestCase.php: the TestdbdDatabase trait (the default)
+//   testdbd-rollback    tests/Variants/Rollback.php: RefreshDatabase, reset by rollback
+//   RefreshDatabase     tests/Variants/Laravel.php: Laravel alone, for comparison
+//   DatabaseMigrations  the same
+$variants = ['testdbd' => null, 'testdbd-rollback' => 'Rollback', 'RefreshDatabase' => 'Laravel', 'DatabaseMigrations' => 'Laravel'];
 $reset = getenv('EXAMPLE_RESET') ?: 'testdbd';
-if (!in_array($reset, ['testdbd', 'RefreshDatabase', 'DatabaseMigrations'], true)) {
-    fwrite(STDERR, "EXAMPLE_RESET=$reset: use testdbd (the default), RefreshDatabase or DatabaseMigrations\n");
+if (!array_key_exists($reset, $variants)) {
+    fwrite(STDERR, "EXAMPLE_RESET=$reset: use one of " . implode(', ', array_keys($variants)) . "\n");
     exit(2);
 }
-if ($reset !== 'testdbd') {
-    require __DIR__ . '/Comparison/TestCase.php'; // Tests\TestCase the way Laravel resets
+if ($variants[$reset] !== null) {
+    require __DIR__ . "/Variants/{$variants[$reset]}.php";
 }

@@ -7,6 +7,9 @@ return new class extends Migration
 {
     public function up(): void
     {
+        // migrate:fresh drops tables (and views, with --drop-views), not
+        // routines: drop what an earlier run left before creating them.
+        $this->down();
         // Totals of an order from its items, its coupon and the items' tax.
         DB::unprepared(<<<'SQL'
             CREATE PROCEDURE recalculate_order(IN p_order_id BIGINT UNSIGNED)
