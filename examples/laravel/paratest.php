@@ -87,7 +87,16 @@ namespace {
             fwrite(STDERR, "paratest.php: {$e->getMessage()}\n");
             return 2;
         }
-        require_once 'PHPUnit/Autoload.php'; // Debian's phpunit, from /usr/share/php
+        if (is_file(getcwd() . '/vendor/autoload.php')) {
+            require_once getcwd() . '/vendor/autoload.php'; // a Composer project's PHPUnit and Laravel
+        }
+        if (!class_exists(Loader::class)) {
+            if (stream_resolve_include_path('PHPUnit/Autoload.php') === false) {
+                fwrite(STDERR, "paratest.php: PHPUnit 9 not found: composer require --dev phpunit/phpunit:^9, or apt-get install phpunit\n");
+                return 2;
+            }
+            require_once 'PHPUnit/Autoload.php'; // Debian's phpunit, from /usr/share/php
+        }
         $configuration = (new Loader())->load($opts['configuration']);
         if ($configuration->phpunit()->hasBootstrap()) {
             require_once $configuration->phpunit()->bootstrap(); // the application's autoloader, as paratest loads it
