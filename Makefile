@@ -66,7 +66,7 @@ deps:
 	@scripts/install-deps.sh server
 
 # php-cli, php-mysql, python3-pymysql and mariadb-dump, which the examples' test runs
-# (make test-all);
+# (make test-all), phpunit, php-laravel-framework and php-faker (examples/laravel);
 # and what the tests of the Python and PHP packages in clients/ use (pytest,
 # pytest-xdist, Django, pytest-django, python3-venv, phpunit, composer)
 deps-examples:

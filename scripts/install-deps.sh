@@ -2,7 +2,9 @@
 # Installs what `make run` and `make test` need and is missing, from Debian's
 # packages. Usage: scripts/install-deps.sh server|examples|clients|browser ...
 #   server    MariaDB server and client (mariadbd, mariadb-install-db, mariadb)
-#   examples  php-cli, php-mysql, python3-pymysql and mariadb-dump for the examples
+#   examples  php-cli, php-mysql, python3-pymysql and mariadb-dump for the examples;
+#             phpunit, php-laravel-framework (Laravel 8) and php-faker for
+#             examples/laravel
 #   clients   what the tests of clients/python and clients/php use: python3-venv,
 #             setuptools and wheel (an offline pip install), pytest, pytest-xdist,
 #             Django, dj-database-url, pytest-django, cryptography (PyMySQL logging
@@ -33,6 +35,10 @@ for group in "$@"; do
       [ -x /usr/bin/python3 ] && py=/usr/bin/python3
       if ! "$py" -c 'import pymysql' >/dev/null 2>&1; then missing+=(python3-pymysql); fi
       need mariadb-dump mariadb-client # examples/shell/dump-to-goose.sh's test
+      # examples/laravel: Debian's Laravel 8 and Faker, autoloaded from /usr/share/php
+      need phpunit phpunit
+      need /usr/share/php/Illuminate/Foundation/Application.php php-laravel-framework
+      need /usr/share/php/Faker/autoload.php php-faker
       ;;
     clients)
       py=python3

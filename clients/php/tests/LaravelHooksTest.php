@@ -14,9 +14,9 @@ use Testdbd\Worker;
 /**
  * The Laravel hooks without Laravel: a stand-in for ParallelTesting
  * records the callbacks, which are called the way Laravel's runner and
- * workers call them, on a stand-in application (config and db). What this
- * cannot check is Laravel itself: that it calls the hooks when and how its
- * documentation says.
+ * workers call them, on a stand-in application (config and db), so that
+ * the package's suite needs no Laravel. Laravel itself calling them is
+ * tested by the example application examples/laravel (TestLaravelExample).
  */
 final class LaravelHooksTest extends TestCase
 {

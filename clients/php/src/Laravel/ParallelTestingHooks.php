@@ -32,9 +32,9 @@ use Testdbd\Worker;
  * tests/TestCase.php, which also works under --parallel next to these hooks:
  * it finds the token's lease in TESTDBD_LEASE_ID_<token>.
  *
- * Written against Laravel's documented ParallelTesting API (Laravel 8 to
- * 11); the Laravel glue is not tested in this repository (no Laravel
- * application ships with it); the parts that do not need Laravel are.
+ * Written against Laravel's ParallelTesting API (Laravel 8 to 11); tested
+ * with Laravel 8.83 by the example application examples/laravel, whose
+ * parallel runs go through Laravel's own ParallelRunner.
  */
 final class ParallelTestingHooks
 {
