@@ -43,9 +43,10 @@ return [
         // `php artisan test --parallel`) the runner leases a database per
         // worker and each test's connection points at its worker's lease.
         // Left out when the suite runs Laravel's way, for comparison
-        // (EXAMPLE_RESET=RefreshDatabase or DatabaseMigrations: see
+        // (EXAMPLE_RESET=RefreshDatabase, DatabaseMigrations or
+        // DatabaseTruncation: see
         // tests/bootstrap.php).
-        in_array(env('EXAMPLE_RESET'), ['RefreshDatabase', 'DatabaseMigrations'], true) ? null : Testdbd\Laravel\TestdbdServiceProvider::class,
+        in_array(env('EXAMPLE_RESET'), ['RefreshDatabase', 'DatabaseMigrations', 'DatabaseTruncation'], true) ? null : Testdbd\Laravel\TestdbdServiceProvider::class,
     ])),
 
     'aliases' => [],

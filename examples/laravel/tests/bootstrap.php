@@ -7,7 +7,9 @@ require __DIR__ . '/../autoload.php';
 //   testdbd-rollback    tests/Variants/Rollback.php: RefreshDatabase, reset by rollback
 //   RefreshDatabase     tests/Variants/Laravel.php: Laravel alone, for comparison
 //   DatabaseMigrations  the same
-$variants = ['testdbd' => null, 'testdbd-rollback' => 'Rollback', 'RefreshDatabase' => 'Laravel', 'DatabaseMigrations' => 'Laravel'];
+//   DatabaseTruncation  tests/Variants/Truncation.php: Laravel 10's trait, reproduced
+$variants = ['testdbd' => null, 'testdbd-rollback' => 'Rollback', 'RefreshDatabase' => 'Laravel', 'DatabaseMigrations' => 'Laravel',
+    'DatabaseTruncation' => 'Truncation'];
 $reset = getenv('EXAMPLE_RESET') ?: 'testdbd';
 if (!array_key_exists($reset, $variants)) {
     fwrite(STDERR, "EXAMPLE_RESET=$reset: use one of " . implode(', ', array_keys($variants)) . "\n");

@@ -24,7 +24,7 @@ class ParallelHooksTest extends BaseTestCase
         if (empty($_SERVER['LARAVEL_PARALLEL_TESTING']) || empty($_SERVER['TEST_TOKEN'])) {
             $this->markTestSkipped('runs in parallel runs only (paratest.php, php artisan test --parallel)');
         }
-        if (in_array(getenv('EXAMPLE_RESET'), ['RefreshDatabase', 'DatabaseMigrations'], true)) {
+        if (in_array(getenv('EXAMPLE_RESET'), ['RefreshDatabase', 'DatabaseMigrations', 'DatabaseTruncation'], true)) {
             $this->markTestSkipped('testdbd\'s hooks are not registered with EXAMPLE_RESET=' . getenv('EXAMPLE_RESET'));
         }
         parent::setUp();
