@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +243,28 @@ func TestBatchOrder(t *testing.T) {
 	}
 	if len(first) != len(vs) {
 		t.Errorf("not every variant goes first: %v", first)
+	}
+}
+
+// TestParseSuiteOutput reads the counts and failed tests of PHPUnit (also
+// through the Laravel example's parallel runner) and of Django's runner.
+func TestParseSuiteOutput(t *testing.T) {
+	for _, c := range []struct {
+		out    string
+		tests  int
+		failed []string
+	}{
+		{"....\n\nOK (4 tests, 9 assertions)\n", 4, nil},
+		{"[worker 1] OK (10 tests, 30 assertions)\n[worker 2] There was 1 failure:\n\n[worker 2] 1) Tests\\Feature\\UserApiTest::test_shows_user_3\n" +
+			"[worker 2] Tests: 12, Assertions: 34, Failures: 1.\nparatest.php: 22 tests in 2 processes\n",
+			22, []string{"Tests\\Feature\\UserApiTest::test_shows_user_3"}},
+		{"======\nFAIL: test_seeded (blog.tests.SeedTests.test_seeded)\n----\nERROR: test_x (blog.tests.A.test_x)\n\nRan 7 tests in 0.512s\n\nFAILED (failures=1, errors=1)\n",
+			7, []string{"blog.tests.A.test_x", "blog.tests.SeedTests.test_seeded"}},
+		{"Traceback (most recent call last):\nImportError: no module\n", 0, nil},
+	} {
+		tests, failed := parseSuiteOutput(c.out)
+		if tests != c.tests || !slices.Equal(failed, c.failed) {
+			t.Errorf("parseSuiteOutput(%q) = %d, %q; want %d, %q", c.out, tests, failed, c.tests, c.failed)
+		}
 	}
 }

@@ -20,6 +20,7 @@ var phases = []phase{
 	acquirePhase,
 	concurrentPhase,
 	suitePhase,
+	frameworksPhase,
 	bigTablesPhase,
 	realSchemaPhase,
 	coldPhase,
