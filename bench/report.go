@@ -168,7 +168,7 @@ func count(n int, thing string) string {
 	switch {
 	case n == 1:
 		return "1 " + thing
-	case strings.HasSuffix(thing, "ch"):
+	case strings.HasSuffix(thing, "ch"), strings.HasSuffix(thing, "ss"):
 		return fmt.Sprintf("%d %ses", n, thing)
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
