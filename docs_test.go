@@ -51,3 +51,58 @@ func TestSecurityClaimsNameTheirTests(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerRecipesLeaveMakeRunsPorts checks that the Docker recipes
+// (docs/docker.md's docker run, compose.yaml, the CI script) publish the
+// daemon on host ports other than the ones `make run` holds, so that a
+// reader who follows the README from the top runs both without "address
+// already in use", and that the recipes agree with each other.
+func TestDockerRecipesLeaveMakeRunsPorts(t *testing.T) {
+	read := func(name string) string {
+		t.Helper()
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	find := func(name, text, pattern string) string {
+		t.Helper()
+		m := regexp.MustCompile(pattern).FindStringSubmatch(text)
+		if m == nil {
+			t.Fatalf("%s: nothing matches %s", name, pattern)
+		}
+		return m[1]
+	}
+	readme := read("README.md")
+	makeREST := find("README.md", readme, "make run +# start the daemon: REST on 127\\.0\\.0\\.1:(\\d+)")
+	makeGRPC := find("README.md", readme, "make run +# start the daemon: REST on 127\\.0\\.0\\.1:\\d+, gRPC on 127\\.0\\.0\\.1:(\\d+)")
+	if makeREST+":"+makeGRPC != "8080:9090" {
+		t.Fatalf("the README says make run serves on %s and %s: update this test", makeREST, makeGRPC)
+	}
+	docker := read("docs/docker.md")
+	_, run, _ := strings.Cut(docker, "docker run --rm -d --name testdbd ")
+	run, _, _ = strings.Cut(run, "```")
+	compose := read("compose.yaml")
+	ci := read("examples/ci/testdbd-ci.sh")
+	ports := []struct{ where, rest, grpc string }{
+		{"docs/docker.md's docker run", find("docs/docker.md", run, `-p 127\.0\.0\.1:(\d+):8080`), find("docs/docker.md", run, `-p 127\.0\.0\.1:(\d+):9090`)},
+		{"compose.yaml", find("compose.yaml", compose, `TESTDBD_HTTP_PORT:-(\d+)\}:8080`), find("compose.yaml", compose, `TESTDBD_GRPC_PORT:-(\d+)\}:9090`)},
+		{"examples/ci/testdbd-ci.sh", find("examples/ci/testdbd-ci.sh", ci, `TESTDBD_HTTP_PORT:-(\d+)\}`), ""},
+	}
+	for _, p := range ports {
+		if p.rest == makeREST || p.grpc == makeGRPC {
+			t.Errorf("%s publishes the daemon on %s/%s, which make run holds (%s/%s)", p.where, p.rest, p.grpc, makeREST, makeGRPC)
+		}
+		if p.rest != ports[0].rest || p.grpc != "" && p.grpc != ports[0].grpc {
+			t.Errorf("%s publishes the daemon on %s/%s, docs/docker.md on %s/%s: use the same ports", p.where, p.rest, p.grpc, ports[0].rest, ports[0].grpc)
+		}
+	}
+	// The address the recipes' readers are told to use is the one published.
+	addr := "TESTDBD_ADDR=127.0.0.1:" + ports[0].rest
+	for name, text := range map[string]string{"docs/docker.md's docker run": run, "compose.yaml": compose} {
+		if !strings.Contains(text, addr) {
+			t.Errorf("%s does not say %s", name, addr)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -57,7 +58,7 @@ func (c *Client) WatchTemplate(ctx context.Context, name, hash string, fn func(*
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("watch template %s: %w", name, ctx.Err())
 		}
-		return nil, &UnreachableError{Addr: c.base.String(), Err: err}
+		return nil, c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -93,7 +94,7 @@ func (c *Client) WatchTemplate(ctx context.Context, name, hash string, fn func(*
 		if ctx.Err() != nil {
 			return last, fmt.Errorf("watch template %s: %w", name, ctx.Err())
 		}
-		return last, &UnreachableError{Addr: c.base.String(), Err: err}
+		return last, c.unreachable(err)
 	}
 	if last == nil {
 		return nil, fmt.Errorf("watch template %s: the stream ended without a message", name)
@@ -209,14 +210,15 @@ func HashFiles(patterns ...string) (string, error) {
 	for _, p := range patterns {
 		matched, err := globStar(p)
 		if err != nil {
-			return "", fmt.Errorf("--hash-files %q: %w", p, err)
+			return "", fmt.Errorf("pattern %q: %w", p, err)
 		}
 		files = append(files, matched...)
 	}
 	sort.Strings(files)
 	files = dedupe(files)
 	if len(files) == 0 {
-		return "", fmt.Errorf("no file matches %s", strings.Join(patterns, " "))
+		wd, _ := os.Getwd()
+		return "", fmt.Errorf("no file matches %s in %s: run this in your project's directory, or correct the patterns", strings.Join(patterns, " "), wd)
 	}
 	h := sha256.New()
 	for _, f := range files {
@@ -244,6 +246,9 @@ func globStar(pattern string) ([]string, error) {
 	rest = strings.TrimPrefix(rest, string(filepath.Separator))
 	var out []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil && p == root && errors.Is(err, fs.ErrNotExist) {
+			return fs.SkipAll // no such directory: nothing matches, as with filepath.Glob
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}

@@ -328,12 +328,12 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s %s: %w", method, path, ctx.Err())
 		}
-		return &UnreachableError{Addr: c.base.String(), Err: err}
+		return c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return &UnreachableError{Addr: c.base.String(), Err: err}
+		return c.unreachable(err)
 	}
 	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("HTTP request to an HTTPS server")) {
 		return &Error{Code: CodeUnavailable, Status: resp.StatusCode, Message: fmt.Sprintf(
@@ -467,10 +467,34 @@ func codeForStatus(status int) Code {
 type UnreachableError struct {
 	Addr string // the daemon's base URL
 	Err  error  // the transport's error
+	grpc bool   // a gRPC (HTTP/2) server answered there
+}
+
+// unreachable is the error of a request that got no HTTP answer. When a
+// connection was made, it finds out whether a gRPC server answered (the
+// daemon's --grpc-addr given for its REST address): net/http reports one
+// as a malformed response, or, when the server's first bytes come before
+// the request is written, only as a closed connection.
+func (c *Client) unreachable(err error) *UnreachableError {
+	u := &UnreachableError{Addr: c.base.String(), Err: err}
+	var op *net.OpError
+	if c.base.Scheme == "http" && !(errors.As(err, &op) && op.Op == "dial") {
+		u.grpc = answersHTTP2(err) || sendsHTTP2Settings(c.base.Host)
+	}
+	return u
 }
 
 // Error says which daemon could not be reached, why, and what to do.
 func (e *UnreachableError) Error() string {
+	if why := e.answeredWrong(); why != "" {
+		return why
+	}
+	return fmt.Sprintf("cannot reach the testdbd daemon at %s (%s): is it running? Start it with `testdbd serve`, or give its REST address%s", e.Addr, e.reason(), addrWhere)
+}
+
+// answeredWrong says what to do when something answered at the address
+// but not as the daemon's REST API does: "" when nothing answered.
+func (e *UnreachableError) answeredWrong() string {
 	var unknownCA x509.UnknownAuthorityError
 	var hostname x509.HostnameError
 	var notTLS tls.RecordHeaderError
@@ -482,8 +506,61 @@ func (e *UnreachableError) Error() string {
 		return fmt.Sprintf("cannot reach the testdbd daemon at %s: %v: use an address its certificate names, or a certificate for this one", e.Addr, hostname)
 	case errors.As(e.Err, &notTLS) || strings.Contains(e.Err.Error(), "server gave HTTP response to HTTPS client"):
 		return fmt.Sprintf("cannot reach the testdbd daemon at %s: it does not speak TLS there: give its address as http://%s", e.Addr, strings.TrimPrefix(e.Addr, "https://"))
+	case e.grpc || answersHTTP2(e.Err):
+		return fmt.Sprintf("%s answers gRPC, not REST: give the daemon's REST address instead%s, by default %s (testdbd serve --http-addr)",
+			e.hostPort(), addrWhere, DefaultAddr)
 	}
-	return fmt.Sprintf("cannot reach the testdbd daemon at %s (%s): is it running? Start it with `testdbd serve`, or give its REST address", e.Addr, e.reason())
+	return ""
+}
+
+// addrWhere says where this package takes the daemon's address; the
+// testdbd command line replaces it with its own flag.
+const addrWhere = " (TESTDBD_ADDR for the test helpers, New's addr otherwise)"
+
+// hostPort is the daemon's address without its scheme.
+func (e *UnreachableError) hostPort() string {
+	if u, err := url.Parse(e.Addr); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return e.Addr
+}
+
+// answersHTTP2 reports whether the transport error is net/http's reading
+// an HTTP/2 frame as an HTTP/1 status line: the address is a gRPC port,
+// whose first bytes are a SETTINGS frame.
+func answersHTTP2(err error) bool {
+	const marker = "malformed HTTP response "
+	msg := err.Error()
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return false
+	}
+	quoted, _ := strconv.QuotedPrefix(msg[i+len(marker):])
+	line, uerr := strconv.Unquote(quoted)
+	return uerr == nil && settingsFrame(line)
+}
+
+// sendsHTTP2Settings reports whether the server at hostport, connected to
+// and asked nothing, sends an HTTP/2 SETTINGS frame within a second, as a
+// gRPC server does (an HTTP/1 server waits for the request).
+func sendsHTTP2Settings(hostport string) bool {
+	conn, err := net.DialTimeout("tcp", hostport, time.Second)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	b := make([]byte, 9)
+	if _, err := io.ReadFull(conn, b); err != nil {
+		return false
+	}
+	return settingsFrame(string(b))
+}
+
+// settingsFrame reports whether b starts with the header of an HTTP/2
+// SETTINGS frame: a 3-byte length, type 4, flags, stream 0.
+func settingsFrame(b string) bool {
+	return len(b) >= 9 && b[3] == 0x04 && b[5:9] == "\x00\x00\x00\x00"
 }
 
 // Unwrap returns the transport's error.

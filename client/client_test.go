@@ -208,8 +208,24 @@ func TestUnreachable(t *testing.T) {
 	if !errors.As(err, &u) || client.ErrorCode(err) != client.CodeUnavailable {
 		t.Fatalf("got %T %v", err, err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "connection refused") || !strings.Contains(msg, "testdbd serve") || strings.Contains(msg, "dial tcp") {
-		t.Errorf("message %q: want the reason and what to do, without Go's wrapping", msg)
+	if msg := err.Error(); !strings.Contains(msg, "connection refused") || !strings.Contains(msg, "testdbd serve") || strings.Contains(msg, "dial tcp") ||
+		!strings.HasSuffix(msg, "or give its REST address (TESTDBD_ADDR for the test helpers, New's addr otherwise)") {
+		t.Errorf("message %q: want the reason and what to do, where to give the address included, without Go's wrapping", msg)
+	}
+}
+
+// TestGRPCAddress: the daemon's gRPC port, given as the REST address,
+// is named for what it is, with the way to the REST one.
+func TestGRPCAddress(t *testing.T) {
+	c, err := client.New(daemonGRPCAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.GetStats(context.Background())
+	want := daemonGRPCAddr + " answers gRPC, not REST: give the daemon's REST address instead (TESTDBD_ADDR for the test helpers, New's addr otherwise), by default 127.0.0.1:8080"
+	var u *client.UnreachableError
+	if !errors.As(err, &u) || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("GetStats at the gRPC address: %T %v\nwant %s", err, err, want)
 	}
 }
 

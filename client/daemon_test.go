@@ -18,8 +18,8 @@ import (
 
 // daemonAddr is the REST address of the daemon TestMain starts for the
 // package's tests: a real testdbd serve with its own state directory and
-// free ports, running MariaDB natively.
-var daemonAddr string
+// free ports, running MariaDB natively. daemonGRPCAddr is its gRPC address.
+var daemonAddr, daemonGRPCAddr string
 
 // daemonBinary is the testdbd binary TestMain built.
 var daemonBinary string
@@ -69,42 +69,43 @@ func runWithDaemon(m *testing.M) int {
 			<-exited
 		}
 	}()
-	addr, err := servingAddr(stderr, exited)
+	addr, grpcAddr, err := servingAddr(stderr, exited)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	daemonAddr = addr
+	daemonAddr, daemonGRPCAddr = addr, grpcAddr
 	return m.Run()
 }
 
 // servingAddr reads the daemon's JSON log until it says where REST serves,
 // then keeps draining the log (echoing it with -v) so the daemon never
 // blocks on a full pipe.
-func servingAddr(log io.Reader, exited <-chan struct{}) (string, error) {
-	found := make(chan string, 1)
+func servingAddr(log io.Reader, exited <-chan struct{}) (rest, grpc string, err error) {
+	found := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(log)
 		for sc.Scan() {
 			var entry struct {
 				Msg  string `json:"msg"`
 				HTTP string `json:"http"`
+				GRPC string `json:"grpc"`
 			}
 			if testing.Verbose() {
 				fmt.Fprintln(os.Stderr, sc.Text())
 			}
 			if json.Unmarshal(sc.Bytes(), &entry) == nil && entry.Msg == "serving" {
-				found <- entry.HTTP
+				found <- [2]string{entry.HTTP, entry.GRPC}
 			}
 		}
 	}()
 	select {
-	case addr := <-found:
-		return addr, nil
+	case addrs := <-found:
+		return addrs[0], addrs[1], nil
 	case <-exited:
-		return "", fmt.Errorf("the daemon exited during start-up")
+		return "", "", fmt.Errorf("the daemon exited during start-up")
 	case <-time.After(2 * time.Minute):
-		return "", fmt.Errorf("the daemon did not start serving within 2 minutes")
+		return "", "", fmt.Errorf("the daemon did not start serving within 2 minutes")
 	}
 }
 

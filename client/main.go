@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,7 +70,9 @@ type MainOptions struct {
 // from PATH as `testdbd serve` with a state directory of its own and free
 // ports, stopped (with its servers) when the tests are done. When none can
 // be used, the helpers skip their test and say why (or fail it, with
-// Require or TESTDBD_REQUIRE=1). Helpers whose options name an Addr or a
+// Require or TESTDBD_REQUIRE=1). A daemon named by MainOptions.Addr or
+// TESTDBD_ADDR that cannot be reached fails the tests instead, saying
+// what to do: it was asked for. Helpers whose options name an Addr or a
 // Client do not use Main's daemon.
 func Main(m *testing.M, opts MainOptions) int {
 	main := &daemonFinder{opts: opts}
@@ -108,7 +111,7 @@ func mainDaemon() (foundDaemon, error) {
 		return foundDaemon{}, nil
 	}
 	f.once.Do(f.find)
-	return foundDaemon{addr: f.addr, require: f.opts.Require}, f.err
+	return foundDaemon{addr: f.addr, require: f.opts.Require || f.named}, f.err
 }
 
 // daemonFinder finds or starts the daemon of one Main.
@@ -118,6 +121,7 @@ type daemonFinder struct {
 	addr string
 	err  error
 
+	named  bool          // addr was given (MainOptions.Addr, TESTDBD_ADDR): the tests fail rather than skip without it
 	cmd    *exec.Cmd     // a daemon Main started
 	exited chan struct{} // closed when it has exited
 	dir    string        // its state directory and log
@@ -127,7 +131,9 @@ func (f *daemonFinder) find() {
 	o := f.opts
 	if addr := cmp.Or(o.Addr, os.Getenv("TESTDBD_ADDR")); addr != "" {
 		f.addr = addr
-		return // a daemon named: errors come from the calls, with their reason
+		f.named = true
+		f.err = f.check(addr)
+		return
 	}
 	if o.Start != StartAlways {
 		if f.answers(DefaultAddr) {
@@ -153,6 +159,34 @@ func (f *daemonFinder) find() {
 		}
 	}
 	f.addr, f.err = f.start(bin)
+}
+
+// check returns why the daemon named at addr cannot be used when it
+// cannot be reached at all, saying what to do; other errors (a token
+// refused, a template missing) come from the calls, with their reason. A
+// daemon named and not answering fails the tests rather than skipping
+// them: a CI job that sets TESTDBD_ADDR must not pass without its tests.
+func (f *daemonFinder) check(addr string) error {
+	c, err := sharedClient(addr, cmp.Or(f.opts.Token, os.Getenv("TESTDBD_TOKEN")), cmp.Or(f.opts.CAFile, os.Getenv("TESTDBD_TLS_CA")))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var u *UnreachableError
+	if err := c.Health(ctx); !errors.As(err, &u) {
+		return nil
+	}
+	named, unset := "TESTDBD_ADDR="+os.Getenv("TESTDBD_ADDR"), "unset TESTDBD_ADDR"
+	if f.opts.Addr != "" {
+		named, unset = "MainOptions.Addr "+f.opts.Addr, "leave MainOptions.Addr empty"
+	}
+	why := u.answeredWrong()
+	if why == "" {
+		why = fmt.Sprintf("nothing answers at %s (%s): start the daemon there (testdbd serve), correct the address, or %s to have client.Main use one at %s or start one",
+			u.Addr, u.reason(), unset, DefaultAddr)
+	}
+	return fmt.Errorf("%s names the daemon for these tests, and %s (the tests fail rather than skip when the daemon named cannot be reached)", named, why)
 }
 
 // answers reports whether a testdbd daemon answers /healthz at addr.

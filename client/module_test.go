@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,6 +111,22 @@ func TestFreshModule(t *testing.T) {
 			t.Errorf("the started daemon's state directory %s is still there: %v", m[1], err)
 		}
 	})
+	t.Run("a TESTDBD_ADDR that does not answer", func(t *testing.T) {
+		// The tests fail (a CI job that names its daemon must not pass
+		// without them), once each, saying what to do.
+		write("app_test.go", source)
+		for addr, says := range map[string]string{
+			closedAddr(t):  "nothing answers at http://",
+			daemonGRPCAddr: daemonGRPCAddr + " answers gRPC, not REST",
+		} {
+			out, err := goTool([]string{"TESTDBD_ADDR=" + addr}, "test", "-count=1", "-v", ".")
+			if err == nil || !strings.Contains(out, "--- FAIL: TestUsers") || strings.Contains(out, "SKIP") ||
+				!strings.Contains(out, "testdbd: TESTDBD_ADDR="+addr+" names the daemon for these tests, and "+says) ||
+				!strings.Contains(out, "the tests fail rather than skip") {
+				t.Errorf("TESTDBD_ADDR=%s: %v\n%s", addr, err, out)
+			}
+		}
+	})
 	t.Run("no daemon", func(t *testing.T) {
 		goBin, err := exec.LookPath("go")
 		if err != nil {
@@ -207,4 +224,16 @@ func setupLines(src string) int {
 		}
 	}
 	return n
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }

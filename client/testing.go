@@ -131,10 +131,10 @@ func endTestLease(tb testing.TB, c *Client, l *Lease, releaseFailed bool) {
 			return
 		}
 		if keptFailed.Add(1) <= maxKeptFailed {
-			tb.Logf("testdbd: the test failed, so its database is kept as it was until %s:\n"+
+			tb.Logf("testdbd: the test failed, so its database is kept as it was until its lease ends (%s):\n"+
 				"  mariadb -h %s -P %d -u %s -p%s %s\n"+
 				"  give it back sooner with: testdbd release %s",
-				l.ExpiresAt.Local().Format(time.TimeOnly), l.Host, l.Port, l.User, l.Password, l.Database, l.ID)
+				l.ExpiresAt.Local().Format("15:04:05Z07:00"), l.Host, l.Port, l.User, l.Password, l.Database, l.ID)
 			return
 		}
 	}

@@ -133,6 +133,8 @@ func TestDBKeepsFailedTestsDatabase(t *testing.T) {
 	defer func() { _, _ = newClient(t).ReleaseLease(context.Background(), l.ID) }()
 	if len(rec.logs) != 1 || !strings.Contains(rec.logs[0], "testdbd release "+l.ID) || !strings.Contains(rec.logs[0], l.Database) {
 		t.Errorf("log %q: want how to connect and how to release", rec.logs)
+	} else if until := l.ExpiresAt.Local().Format("15:04:05Z07:00"); !strings.Contains(rec.logs[0], "kept as it was until its lease ends ("+until+"):") {
+		t.Errorf("log %q: want the time the database is kept until with its zone, %s", rec.logs, until)
 	}
 	kept, err := client.OpenDB(l, nil)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -346,6 +347,9 @@ func TestDashboard(t *testing.T) {
 	if h := eval[string](t, ctx, `document.querySelector('#templates article[data-key="app"] code').title`); len(h) != 64 {
 		t.Errorf("the full hash is not on the short one's title: %q", h)
 	}
+	checkLabelsAndClocks(t, ctx)
+	checkBuildPhases(t, ctx, d)
+	checkResetsStayOnOneLine(t, ctx, d, f)
 
 	// The time left counts down between polls.
 	sel := fmt.Sprintf(`#leases tr[data-key=%s] .ttl-text`, js(f.leases["gw0"].ID))
@@ -421,6 +425,117 @@ func TestDashboard(t *testing.T) {
 	waitJS(t, ctx, "its lease's row is gone", fmt.Sprintf(`!document.querySelector('#leases tr[data-key=%s]')`, js(f.leases["ci-7"].ID)))
 	waitText(t, ctx, "#ended", f.leases["ci-7"].ID, "template billing was deleted")
 	noProblems(t, ctx)
+}
+
+// checkLabelsAndClocks: the overview's count of worker databases and the
+// servers' count of every database say which they are, and the times of
+// day carry their zone.
+func checkLabelsAndClocks(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if got := text(t, ctx, "#tiles"); !strings.Contains(got, "Worker databases") {
+		t.Errorf("the overview does not say its databases are worker databases: %q", got)
+	}
+	th := eval[string](t, ctx, `(() => { const th = document.querySelectorAll('#servers th')[6]; return th.textContent + ' | ' + th.title; })()`)
+	if !strings.HasPrefix(th, "All databases | ") || !strings.Contains(th, "template databases") {
+		t.Errorf("the servers' databases column does not say it counts template databases too: %q", th)
+	}
+	clocks := eval[[]string](t, ctx, `[...document.querySelectorAll('#resets tbody td:first-child, #events tbody td:first-child')]
+		.map((td) => td.firstChild.textContent).concat([document.getElementById('updated').textContent.replace(/^updated /, '')])`)
+	zoned := regexp.MustCompile(`^\d\d:\d\d:\d\d (UTC|GMT[+-]\d{1,2}(:\d\d)?|[A-Z]{2,5})$`)
+	if len(clocks) < 3 {
+		t.Fatalf("only %d times of day on the page", len(clocks))
+	}
+	for _, c := range clocks {
+		if !zoned.MatchString(c) {
+			t.Errorf("time %q has no zone", c)
+			break
+		}
+	}
+}
+
+// checkBuildPhases: every phase of a build that the API reports (a
+// BuildTimings field above zero) has its segment in the card's build bar
+// and its key below it; restore among them, for a template restored from
+// the template cache (a second name for app's content).
+func checkBuildPhases(t *testing.T, ctx context.Context, d *daemon) {
+	t.Helper()
+	mig, err := filepath.Abs("../examples/migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cached struct{ Source string }
+	d.mustCall(200, "POST", "/v1/templates", fmt.Sprintf(`{"name":"app-cached","migrations_dir":%q}`, mig), &cached)
+	if cached.Source != "cache" {
+		t.Fatalf("app's content under another name: source %q, want cache", cached.Source)
+	}
+	waitText(t, ctx, "#templates", "app-cached", "restored from the template cache")
+	var list struct {
+		Templates []struct {
+			Name    string
+			Current bool
+			Build   map[string]float64
+		}
+	}
+	d.mustCall(200, "GET", "/v1/templates", "", &list)
+	restored := false
+	for _, tpl := range list.Templates {
+		if !tpl.Current {
+			continue
+		}
+		for field, ms := range tpl.Build {
+			if field == "total_ms" || ms <= 0 {
+				continue
+			}
+			phase := strings.TrimSuffix(field, "_ms")
+			restored = restored || phase == "restore"
+			card := fmt.Sprintf(`#templates article[data-key=%s]`, js(tpl.Name))
+			waitJS(t, ctx, fmt.Sprintf("template %s's build bar shows %s (%v ms)", tpl.Name, phase, ms), fmt.Sprintf(
+				`!!document.querySelector(%s) && !!document.querySelector(%s)`, js(card+" svg.bar rect.p-"+phase), js(card+" .keys li.p-"+phase)))
+		}
+	}
+	if !restored {
+		t.Error("no template reports a restore phase")
+	}
+	d.mustCall(200, "DELETE", "/v1/templates/app-cached", "", nil)
+	waitJS(t, ctx, "app-cached's card is gone", `!document.querySelector('#templates article[data-key="app-cached"]')`)
+}
+
+// checkResetsStayOnOneLine: at 1400 px, with a long note (a rollback
+// reset that found committed writes), the recent resets' times, names,
+// strategies and numbers do not wrap; the note does.
+func checkResetsStayOnOneLine(t *testing.T, ctx context.Context, d *daemon, f fleet) {
+	t.Helper()
+	l := f.leases["gw2"] // rollback
+	db, err := sql.Open("mysql", l.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT INTO users (email, name) VALUES ('committed@example.com', 'Committed')"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	d.mustCall(200, "POST", "/v1/leases/"+l.ID+":reset", "{}", nil)
+	do(t, ctx, chromedp.EmulateViewport(1400, 900))
+	defer do(t, ctx, chromedp.EmulateViewport(1280, 900))
+	waitText(t, ctx, "#resets", "writes were committed to")
+	wrapped := eval[[]string](t, ctx, `(() => {
+		const out = [];
+		for (const tr of document.querySelectorAll('#resets tbody tr')) {
+			for (let i = 0; i < 6; i++) {
+				const walk = document.createTreeWalker(tr.cells[i], NodeFilter.SHOW_TEXT);
+				for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+					if (!n.textContent.trim()) continue;
+					const r = document.createRange();
+					r.selectNodeContents(n);
+					if (r.getClientRects().length > 1) out.push(tr.querySelector('code').textContent + ': ' + n.textContent);
+				}
+			}
+		}
+		return out;
+	})()`)
+	if len(wrapped) > 0 {
+		t.Errorf("at 1400 px the recent resets wrap: %q", wrapped)
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log"
+	"math"
 	"os"
 	"os/signal"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,6 +184,9 @@ func (c *cli) printJSON(v any) error {
 func runClientCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// net/http's transport logs bytes it did not ask for (a gRPC port's
+	// greeting) to the standard logger; the error printed says it better.
+	log.SetOutput(io.Discard)
 	var err error
 	switch cmd {
 	case "template":
@@ -209,59 +212,6 @@ func runClientCommand(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "testdbd: %s\n", humanError(err))
 	return 1
-}
-
-// humanError is err as a person at a shell wants to read it: the daemon's
-// own message with the fix named as a command line, or what to do when
-// the daemon cannot be reached.
-func humanError(err error) string {
-	var unreachable *client.UnreachableError
-	var apiErr *client.Error
-	var unknownCA x509.UnknownAuthorityError
-	switch {
-	case errors.As(err, &unreachable) && errors.As(err, &unknownCA):
-		return fmt.Sprintf("cannot reach the testdbd daemon at %s: its TLS certificate is signed by an authority this machine does not trust: "+
-			"give the CA certificate that signed it with --tls-ca or TESTDBD_TLS_CA", unreachable.Addr)
-	case errors.As(err, &unreachable):
-		msg := unreachable.Error()
-		if strings.HasSuffix(msg, "give its REST address") {
-			msg += " with --addr or TESTDBD_ADDR"
-		}
-		return msg
-	case errors.As(err, &apiErr) && apiErr.Code == client.CodeUnauthenticated:
-		return "the daemon wants a bearer token: set TESTDBD_TOKEN (or pass --token) to the token it was started with"
-	case errors.Is(err, context.Canceled):
-		return "interrupted"
-	case errors.As(err, &apiErr):
-		return cliHints(apiErr.Message)
-	}
-	return err.Error()
-}
-
-var (
-	// noTemplate is the daemon's "no template named ..." with its REST hint.
-	noTemplate = regexp.MustCompile(`no template named "([^"]*)": create it with EnsureTemplate \(POST /v1/templates\)`)
-	// restHints are the daemon's ways of fixing things in REST terms, and
-	// the same in this command line's.
-	restHints = strings.NewReplacer(
-		"acquire one with AcquireLease (POST /v1/leases)", "lease one with: testdbd lease --template NAME",
-		"fix the migrations and call EnsureTemplate again", "fix the migrations and run testdbd template ensure again",
-		"wait for EnsureTemplate to return, then acquire", "wait for testdbd template ensure to finish, then lease",
-		"or wait longer (wait_timeout_ms)", "or wait longer (--wait)",
-		"or delete with force (which ends them)", "or delete with testdbd template delete --force (which ends them)",
-		`upload the files in "migrations" for a remote daemon`, "pass --upload to send the files to a daemon on another host",
-		"give migrations_dir (a directory on the daemon's host) instead of uploading the files", "leave out --upload (the daemon then reads --migrations-dir on its own host)",
-		"pool_size ", "--pool-size ",
-		`migrations_dir "`, `--migrations-dir "`,
-	)
-)
-
-// cliHints rewrites the fixes a daemon message names in REST terms
-// (EnsureTemplate, POST /v1/templates, wait_timeout_ms) as this command
-// line's.
-func cliHints(msg string) string {
-	msg = noTemplate.ReplaceAllString(msg, `no template named "$1": create it with: testdbd template ensure --name $1 --migrations-dir DIR`)
-	return restHints.Replace(msg)
 }
 
 const templateUsage = `usage: testdbd template ensure|list|get|delete ...
@@ -402,6 +352,11 @@ DATABASE_URL, TESTDBD_LEASE_ID, ...) for eval "$(testdbd lease ...)";
 	if ttl < 0 || wait < 0 {
 		return usageError{"--ttl and --wait must not be negative"}
 	}
+	if maxWait := math.MaxInt32 * time.Millisecond; wait > maxWait {
+		// The API's wait_timeout_ms is 32 bits; the daemon's
+		// --max-wait-timeout is the real bound.
+		return usageError{fmt.Sprintf("--wait %s: use at most %s", wait, maxWait.Truncate(time.Hour))}
+	}
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -427,7 +382,7 @@ DATABASE_URL, TESTDBD_LEASE_ID, ...) for eval "$(testdbd lease ...)";
 	case "dsn", "url":
 		// stdout is the DSN alone, for $(...); the id goes to stderr.
 		fmt.Fprintf(stderr, "testdbd: leased %s (database %s until %s); give it back with: testdbd release %s\n",
-			l.ID, l.Database, l.ExpiresAt.Local().Format(time.TimeOnly), l.ID)
+			l.ID, l.Database, clockTime(l.ExpiresAt), l.ID)
 	}
 	switch c.format {
 	case "env":
@@ -546,7 +501,7 @@ func runRenew(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if c.format == "json" {
 		return c.printJSON(l)
 	}
-	_, err = fmt.Fprintf(stdout, "renewed %s until %s\n", l.ID, l.ExpiresAt.Local().Format(time.DateTime))
+	_, err = fmt.Fprintf(stdout, "renewed %s until %s\n", l.ID, clock(l.ExpiresAt))
 	return err
 }
 

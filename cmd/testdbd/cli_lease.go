@@ -31,7 +31,14 @@ func leaseStatus(ctx context.Context, c *cli, cl *client.Client, id string) erro
 		return err
 	}
 	_, err = fmt.Fprintf(c.stdout, "lease %s: active: database %s of template %s at %s:%d, user %s, until %s (in %s), %d resets\n",
-		l.ID, l.Database, l.Template, l.Host, l.Port, l.User, l.ExpiresAt.Local().Format(time.DateTime),
+		l.ID, l.Database, l.Template, l.Host, l.Port, l.User, clock(l.ExpiresAt),
 		time.Until(l.ExpiresAt).Round(time.Second), l.Resets)
 	return err
 }
+
+// clock is a time as the command line prints it: in the local zone, with
+// its offset from UTC ("Z" in UTC), e.g. 2026-05-04 14:03:22+02:00.
+func clock(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05Z07:00") }
+
+// clockTime is clock's time of day alone, e.g. 14:03:22+02:00.
+func clockTime(t time.Time) string { return t.Local().Format("15:04:05Z07:00") }

@@ -44,9 +44,12 @@ the build. E.g.:
   testdbd template ensure --name app --hash-files 'database/migrations/**' -- php artisan migrate --force
   testdbd template ensure --name app --hash-files '*/migrations/*.py' -- python3 manage.py migrate
 
---format env prints TESTDBD_TEMPLATE and TESTDBD_TEMPLATE_HASH exports:
-testdbd lease then pins its lease to this build (eval "$(testdbd template
-ensure ... --format env)").`
+--format env prints TESTDBD_TEMPLATE and TESTDBD_TEMPLATE_HASH exports,
+and nothing when it fails: testdbd lease then pins its lease to this build.
+In a script, assign them first, so that a failure stops it (eval "$(...)"
+alone succeeds with nothing to evaluate):
+  exports=$(testdbd template ensure ... --format env) || exit
+  eval "$exports"`
 	var cmdArgs []string
 	for i, a := range args {
 		if a == "--" {

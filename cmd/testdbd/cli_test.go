@@ -176,6 +176,15 @@ testdbd release "$TESTDBD_LEASE_ID"
 		if r := runCLI(t, ".", env, "renew", l.ID, "--ttl", "5m"); r.code != 0 || !strings.Contains(r.stdout, "renewed "+l.ID) {
 			t.Errorf("renew: %+v", r)
 		}
+		// Times carry their zone: the offset from UTC, or Z in UTC.
+		for tz, zone := range map[string]string{"UTC": "Z", "Asia/Kolkata": "+05:30"} {
+			zoned := regexp.MustCompile(`until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d` + regexp.QuoteMeta(zone) + `\b`)
+			for _, args := range [][]string{{"renew", l.ID}, {"status", l.ID}} {
+				if r := runCLI(t, ".", append([]string{"TZ=" + tz}, env...), args...); r.code != 0 || !zoned.MatchString(r.stdout) {
+					t.Errorf("TZ=%s %s: want the time with %s: %+v", tz, strings.Join(args, " "), zone, r)
+				}
+			}
+		}
 		r = runCLI(t, ".", env, "status")
 		for _, want := range []string{"INSTANCES", "mariadb", "TEMPLATES", "uploaded", "LEASES", l.ID, "cli-test", "RESETS (ms)", "snapshot", "truncate", "acquire"} {
 			if !strings.Contains(r.stdout, want) {
@@ -209,6 +218,9 @@ testdbd release "$TESTDBD_LEASE_ID"
 			if says := "testdbd release " + id; format != "json" && !strings.Contains(r.stderr, says) {
 				t.Errorf("--format %s: stderr %q does not say %q", format, r.stderr, says)
 			}
+			if until := regexp.MustCompile(`until \d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)\)`); format != "json" && !until.MatchString(r.stderr) {
+				t.Errorf("--format %s: stderr %q does not say until when, with the zone", format, r.stderr)
+			}
 			if r := runCLI(t, ".", env, "release", id); r.code != 0 {
 				t.Errorf("release %s: %+v", id, r)
 			}
@@ -226,11 +238,18 @@ testdbd release "$TESTDBD_LEASE_ID"
 			{"unknown template", env, []string{"lease", "--template", "nope"}, 1, `testdbd: no template named "nope": create it with: testdbd template ensure --name nope --migrations-dir DIR`},
 			{"ended lease", env, []string{"reset", "l-0000000000000000"}, 1, `testdbd: no lease "l-0000000000000000": it never existed or ended long ago: lease one with: testdbd lease --template NAME`},
 			{"broken migrations", env, []string{"template", "ensure", "--name", "bad", "--migrations-dir", "/nonexistent"}, 1, "the path is read on the daemon's host; pass --upload"},
-			{"no daemon", []string{"TESTDBD_ADDR=127.0.0.1:1"}, []string{"status"}, 1, "cannot reach the testdbd daemon at http://127.0.0.1:1 (connection refused)"},
+			{"no daemon", []string{"TESTDBD_ADDR=127.0.0.1:1"}, []string{"status"}, 1, "cannot reach the testdbd daemon at http://127.0.0.1:1 (connection refused): " +
+				"is it running? Start it with `testdbd serve`, or give its REST address with --addr or TESTDBD_ADDR\n"},
+			{"the gRPC port", []string{"TESTDBD_ADDR=" + d.grpcAddr}, []string{"lease", "--template", "app"}, 1, "testdbd: " + d.grpcAddr +
+				" answers gRPC, not REST: give the daemon's REST address instead with --addr or TESTDBD_ADDR, by default 127.0.0.1:8080"},
+			{"a request field", env, []string{"lease", "--template", "app", "--ttl", "1000h"}, 1, "testdbd: --ttl 3600000s: use 1s to 86400s (without --ttl: 600s)"},
+			{"a stale hash", env, []string{"lease", "--template", "app", "--template-hash", "abc"}, 1, "or lease without --template-hash (and TESTDBD_TEMPLATE_HASH) to take the current one"},
 			{"missing flag", env, []string{"lease"}, 2, "testdbd: lease needs --template"},
 			{"bad strategy", env, []string{"lease", "--template", "app", "--strategy", "fast"}, 2, "use truncate, snapshot or rollback"},
 			{"bad format", env, []string{"lease", "--template", "app", "--format", "yaml"}, 2, "use json, env, dsn, url"},
 			{"missing argument", env, []string{"release"}, 2, "release needs LEASE_ID"},
+			{"too long a wait", env, []string{"lease", "--template", "app", "--wait", "1000h"}, 2, "testdbd: --wait 1000h0m0s: use at most 596h"},
+			{"a longer wait than the daemon's", env, []string{"lease", "--template", "app", "--wait", "500h"}, 1, "testdbd: --wait 1800000000ms: use up to"},
 			{"bad address", []string{"TESTDBD_ADDR=grpc://x"}, []string{"status"}, 2, "want host:port"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -238,7 +257,8 @@ testdbd release "$TESTDBD_LEASE_ID"
 				if r.code != tc.code || !strings.Contains(r.stderr, tc.says) {
 					t.Errorf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, tc.code, tc.says)
 				}
-				for _, noise := range []string{"rpc error", "Post \"", "Get \"", "dial tcp", "%!", "/v1/", "EnsureTemplate", "AcquireLease", "migrations_dir"} {
+				for _, noise := range []string{"rpc error", "Post \"", "Get \"", "dial tcp", "%!", "/v1/", "EnsureTemplate", "AcquireLease", "migrations_dir",
+					"ttl_seconds", "template_hash", "malformed", `\x00`, "TESTDBD_ADDR for the test helpers"} {
 					if strings.Contains(r.stderr, noise) {
 						t.Errorf("stderr has Go noise %q: %s", noise, r.stderr)
 					}

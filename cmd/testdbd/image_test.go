@@ -77,7 +77,7 @@ func readmeDockerRun(t *testing.T, name string, httpPort, grpcPort, first, last 
 	if !ok || !ok2 || !strings.HasPrefix(block, "docker run") {
 		t.Fatal(`docs/docker.md's "Docker, Compose and CI" has no docker run block`)
 	}
-	for _, want := range []string{"--tmpfs /testdbd/data", "-p 127.0.0.1:8080:8080", "-p 127.0.0.1:33060-33099:33060-33099", "--name testdbd "} {
+	for _, want := range []string{"--tmpfs /testdbd/data", "-p 127.0.0.1:18080:8080", "-p 127.0.0.1:19090:9090", "-p 127.0.0.1:33060-33099:33060-33099", "--name testdbd "} {
 		if !strings.Contains(block, want) {
 			t.Fatalf("docs/docker.md's docker run lacks %q:\n%s", want, block)
 		}
@@ -85,8 +85,9 @@ func readmeDockerRun(t *testing.T, name string, httpPort, grpcPort, first, last 
 	ports := fmt.Sprintf("%d-%d", first, last)
 	return strings.NewReplacer(
 		"--name testdbd ", "--name "+name+" -e TESTDBD_SERVER_PORTS="+ports+" ",
-		"127.0.0.1:8080:8080", fmt.Sprintf("127.0.0.1:%d:8080", httpPort),
-		"127.0.0.1:9090:9090", fmt.Sprintf("127.0.0.1:%d:9090", grpcPort),
+		"127.0.0.1:18080:8080", fmt.Sprintf("127.0.0.1:%d:8080", httpPort),
+		"127.0.0.1:19090:9090", fmt.Sprintf("127.0.0.1:%d:9090", grpcPort),
+		"TESTDBD_ADDR=127.0.0.1:18080", fmt.Sprintf("TESTDBD_ADDR=127.0.0.1:%d", httpPort),
 		"127.0.0.1:33060-33099:33060-33099", "127.0.0.1:"+ports+":"+ports,
 	).Replace(block)
 }

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,6 +46,29 @@ func (p *proc) call(t *testing.T, method, path, body string, v any) int {
 func TestRESTFlow(t *testing.T) {
 	d := startDaemon(t, testenv.StateDir(t))
 	dir, _ := filepath.Abs(filepath.Join("..", "..", "examples", "migrations"))
+
+	// GET /v1/events answers what docs/rest-api.md says, before anything
+	// has happened too.
+	var events struct{ Resets, Events []json.RawMessage }
+	code := d.call(t, "GET", "/v1/events", "", &events)
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "rest-api.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "### GET /v1/events")
+	section, _, _ = strings.Cut(section, "\n### ")
+	claims := regexp.MustCompile(`HTTP (\d{3})`).FindAllStringSubmatch(section, -1)
+	if len(claims) == 0 {
+		t.Error("docs/rest-api.md does not say what GET /v1/events answers")
+	}
+	for _, c := range claims {
+		if c[1] != strconv.Itoa(code) {
+			t.Errorf("docs/rest-api.md says GET /v1/events answers HTTP %s; it answers %d", c[1], code)
+		}
+	}
+	if code != 200 || events.Resets == nil || events.Events == nil || len(events.Resets)+len(events.Events) != 0 {
+		t.Errorf("GET /v1/events of a new daemon: %d %+v, want 200 and empty lists", code, events)
+	}
 
 	var tpl struct {
 		Name, Hash, State, Error string

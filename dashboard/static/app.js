@@ -91,9 +91,12 @@
     return `${s} s`;
   }
 
+  // fmtClock is the time of day with its zone (the browser's), e.g.
+  // "14:03:22 UTC" or "15:03:22 CET": a bare time is ambiguous when the
+  // daemon runs elsewhere.
   function fmtClock(ts) {
     const d = new Date(ts);
-    return Number.isNaN(d.getTime()) ? '' : d.toLocaleTimeString('en-GB', { hour12: false });
+    return Number.isNaN(d.getTime()) ? '' : d.toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23', timeZoneName: 'short' });
   }
 
   const strategyName = (s) => (s || 'STRATEGY_UNSPECIFIED').replace(/^STRATEGY_/, '').toLowerCase();
@@ -271,7 +274,12 @@
   // ---- templates and pools ----
 
   const stateClass = { READY: 'ok', BUILDING: 'info', FAILED: 'bad' };
-  const PHASES = [['provision', 'provision_ms'], ['migrate', 'migrate_ms'], ['seed', 'seed_ms'], ['capture', 'capture_ms'], ['clone', 'clone_ms']];
+  // A build's phases (BuildTimings), in order. A template restored from the
+  // cache has restore in place of migrate, seed and capture; one built has
+  // no restore.
+  const PHASES = [['provision', 'provision_ms'], ['restore', 'restore_ms'], ['migrate', 'migrate_ms'], ['seed', 'seed_ms'],
+    ['capture', 'capture_ms'], ['clone', 'clone_ms']];
+  const CACHE_SKIPS = new Set(['migrate', 'seed', 'capture']);
 
   function poolBar(p) {
     const parts = [['ready', num(p.ready)], ['leased', num(p.leased)], ['resetting', num(p.resetting)], ['creating', num(p.creating)]];
@@ -297,8 +305,9 @@
     return [bar, keys];
   }
 
-  function buildBar(b) {
-    const vals = PHASES.map(([name, f]) => [name, num(b[f])]);
+  function buildBar(b, source) {
+    const cached = source === 'cache' || num(b.restore_ms) > 0;
+    const vals = PHASES.filter(([name]) => (cached ? !CACHE_SKIPS.has(name) : name !== 'restore')).map(([name, f]) => [name, num(b[f])]);
     const sum = vals.reduce((a, [, v]) => a + v, 0);
     const total = num(b.total_ms);
     const scale = Math.max(sum, total, 0.001);
@@ -400,7 +409,7 @@
     fill(r.pool, JSON.stringify(pool), ...poolBar(pool));
     const b = t.build || {};
     r.buildH.hidden = r.build.hidden = !num(b.total_ms);
-    fill(r.build, JSON.stringify(b), ...buildBar(b));
+    fill(r.build, JSON.stringify(b) + t.source, ...buildBar(b, t.source));
   }
 
   function renderTemplates(list) {

@@ -13,7 +13,8 @@
 # status is the command's.
 #
 # Settings (environment): TESTDBD_IMAGE (testdbd/testdbd), TESTDBD_HTTP_PORT
-# (8080), TESTDBD_SERVER_PORTS (33060-33099), and TESTDBD_TOKEN, passed to
+# (18080: beside a daemon on the host's 8080), TESTDBD_SERVER_PORTS
+# (33060-33099), and TESTDBD_TOKEN, passed to
 # the daemon and left for the command when set. To build a template before
 # the command, as a step of its own:
 #
@@ -22,7 +23,7 @@ set -euo pipefail
 
 [ $# -gt 0 ] || { echo "usage: $0 COMMAND [ARGS...]   (e.g. $0 go test ./...)" >&2; exit 2; }
 image=${TESTDBD_IMAGE:-testdbd/testdbd}
-http_port=${TESTDBD_HTTP_PORT:-8080}
+http_port=${TESTDBD_HTTP_PORT:-18080}
 server_ports=${TESTDBD_SERVER_PORTS:-33060-33099}
 export TESTDBD_CONTAINER=testdbd-ci-$$
 

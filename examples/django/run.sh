@@ -27,10 +27,12 @@ trap 'rm -rf "$build"' EXIT
 # 1. The template. What shapes the schema: this project's migrations and
 #    settings, and the migrations of the Django installed (its contrib apps).
 django=$("$py" -c 'import django, os; print(os.path.dirname(django.__file__))')
-eval "$(testdbd template ensure --name django-app --format env \
+# (Assigned first: set -e does not see a failure inside eval "$(...)".)
+exports=$(testdbd template ensure --name django-app --format env \
   --hash-files 'blog/migrations/*.py' --hash-files 'mysite/settings.py' \
   --hash-files "$django/contrib/**/migrations/*.py" \
-  -- "$py" manage.py migrate --no-input)"
+  -- "$py" manage.py migrate --no-input)
+eval "$exports"
 export TESTDBD_TEMPLATE_HASH # the test runner and the plugin pin their leases to this build
 
 # 2. Django's test runner: TEST_RUNNER = "testdbd.django.TestRunner" leases a

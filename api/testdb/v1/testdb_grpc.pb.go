@@ -113,8 +113,8 @@ type TestDBServiceClient interface {
 	// ListEvents returns what happened recently, newest first: the last resets
 	// (ResetLease calls and the resets that recycle a database after its lease
 	// ended) and the last errors and warnings. The daemon keeps a bounded
-	// number of each in memory; a restart forgets them. A daemon that does not
-	// record them yet answers Unimplemented (HTTP 501).
+	// number of each in memory; a restart forgets them. Before anything has
+	// happened it answers with empty lists (HTTP 200).
 	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
 }
 
@@ -373,8 +373,8 @@ type TestDBServiceServer interface {
 	// ListEvents returns what happened recently, newest first: the last resets
 	// (ResetLease calls and the resets that recycle a database after its lease
 	// ended) and the last errors and warnings. The daemon keeps a bounded
-	// number of each in memory; a restart forgets them. A daemon that does not
-	// record them yet answers Unimplemented (HTTP 501).
+	// number of each in memory; a restart forgets them. Before anything has
+	// happened it answers with empty lists (HTTP 200).
 	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
 	mustEmbedUnimplementedTestDBServiceServer()
 }
