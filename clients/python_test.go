@@ -202,12 +202,12 @@ func TestDjango(t *testing.T) {
 
 	t.Run("passes", func(t *testing.T) {
 		out := mustRun(t, dir, []string{"TESTDBD_ADDR=" + d.addr, path, "PYTHON=" + python}, "django example: ok", "./run.sh")
-		for _, want := range []string{"testdbd: database tdb_", "Ran 11 tests", "24 passed"} {
+		for _, want := range []string{"testdbd: database tdb_", "Ran 13 tests", "26 passed"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("run.sh's output lacks %q:\n%s", want, out)
 			}
 		}
-		if n := strings.Count(out, "Ran 11 tests"); n != 2 {
+		if n := strings.Count(out, "Ran 13 tests"); n != 2 {
 			t.Errorf("run.sh ran manage.py test %d times, want 2 (serially, then --parallel 4):\n%s", n, out)
 		}
 		parallelLeases(t, out, 4)
@@ -216,7 +216,7 @@ func TestDjango(t *testing.T) {
 
 	t.Run("pytest in one process", func(t *testing.T) {
 		env := []string{"TESTDBD_ADDR=" + d.addr, "PYTHONDONTWRITEBYTECODE=1"}
-		mustRun(t, dir, env, "24 passed", python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+		mustRun(t, dir, env, "26 passed", python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
 			"--basetemp", filepath.Join(t.TempDir(), "pytest"))
 		d.expectNoLeases(t, "pytest on examples/django")
 	})

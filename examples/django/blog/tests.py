@@ -47,6 +47,23 @@ class Seeded(TestCase):
         self.assertFalse(Author.objects.filter(email="seeded@example.com").exists())
 
 
+class WithTestData(TestCase):
+    """TestCase: setUpTestData's rows are there in each test of the class,
+    and gone after it."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.author = Author.objects.get(email="ada@example.com")
+        Post.objects.create(author=cls.author, title="Class data")
+
+    def test_post(self):
+        self.assertEqual(self.author.post_set.get().title, "Class data")
+        Post.objects.create(author=self.author, title="Rolled back")
+
+    def test_post_again(self):
+        self.assertEqual(Post.objects.count(), 1)
+
+
 class Flushes(TransactionTestCase):
     """TransactionTestCase: the test commits; Django empties every table
     after it (flush)."""
