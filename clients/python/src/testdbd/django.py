@@ -223,11 +223,8 @@ def _worker_key(number):
 def _acquire_like(lease, number):
     """Leases a database of the same template build and strategy as lease,
     for parallel worker number."""
-    c = client()
-    worker = c.acquire(lease["template"], _worker_key(number), lease.get("strategy") or None,
-                       ttl_seconds=int(_setting("TTL", 3600)), template_hash=lease.get("template_hash") or None)
-    _cleanup.hold(c, worker["id"])
-    return worker
+    return client().acquire(lease["template"], _worker_key(number), lease.get("strategy") or None,
+                            ttl_seconds=int(_setting("TTL", 3600)), template_hash=lease.get("template_hash") or None)
 
 
 def _lease_workers(lease, n):
@@ -242,6 +239,7 @@ def _lease_workers(lease, n):
     for number, f in futures.items():
         try:
             workers[number] = f.result()
+            _cleanup.hold(client(), workers[number]["id"])  # here: the main thread installs the signal handlers
         except Exception as e:  # noqa: BLE001 - release the others, then raise
             errors.append(e)
     if errors:
