@@ -181,12 +181,17 @@ func interrupt(t *testing.T, d *daemon, python, src string, env []string, basete
 }
 
 // TestDjango runs examples/django/run.sh, which uses the package's
-// Django test runner and its pytest-django integration, with the
-// virtualenv's python; then again with a python whose `manage.py migrate`
-// fails, which must leave no lease behind either.
+// Django test runner (serially and with --parallel 4) and its pytest-django
+// integration (pytest -n 4), with the virtualenv's python; then pytest-django
+// in one process, whose order puts Django's TransactionTestCase tests before
+// tests that need the migrations' rows; then Django's parallel runner on
+// tests that fail, on a worker that dies, and interrupted (django_test.go);
+// then run.sh with a python whose `manage.py migrate` fails, which must leave
+// no lease behind either.
 func TestDjango(t *testing.T) {
-	python, _ := pythonPackage(t)
-	for module, pkg := range map[string]string{"django": "python3-django", "dj_database_url": "python3-dj-database-url", "pytest_django": "python3-pytest-django"} {
+	python, src := pythonPackage(t)
+	for module, pkg := range map[string]string{"django": "python3-django", "dj_database_url": "python3-dj-database-url",
+		"pytest_django": "python3-pytest-django", "tblib": "python3-tblib"} {
 		if exec.Command(python, "-c", "import "+module).Run() != nil {
 			t.Skipf("%s is missing (Debian package %s); scripts/install-deps.sh clients installs it (make test-all does)", module, pkg)
 		}
@@ -197,12 +202,27 @@ func TestDjango(t *testing.T) {
 
 	t.Run("passes", func(t *testing.T) {
 		out := mustRun(t, dir, []string{"TESTDBD_ADDR=" + d.addr, path, "PYTHON=" + python}, "django example: ok", "./run.sh")
-		for _, want := range []string{"testdbd: database tdb_", "Ran 6 tests", "13 passed"} {
+		for _, want := range []string{"testdbd: database tdb_", "Ran 13 tests", "26 passed"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("run.sh's output lacks %q:\n%s", want, out)
 			}
 		}
+		if n := strings.Count(out, "Ran 13 tests"); n != 2 {
+			t.Errorf("run.sh ran manage.py test %d times, want 2 (serially, then --parallel 4):\n%s", n, out)
+		}
+		parallelLeases(t, out, 4)
 		d.expectNoLeases(t, "examples/django/run.sh")
+	})
+
+	t.Run("pytest in one process", func(t *testing.T) {
+		env := []string{"TESTDBD_ADDR=" + d.addr, "PYTHONDONTWRITEBYTECODE=1"}
+		mustRun(t, dir, env, "26 passed", python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+			"--basetemp", filepath.Join(t.TempDir(), "pytest"))
+		d.expectNoLeases(t, "pytest on examples/django")
+	})
+
+	t.Run("parallel", func(t *testing.T) {
+		djangoParallelFailures(t, d, python, filepath.Join(src, "tests", "django"))
 	})
 
 	t.Run("fails", func(t *testing.T) {

@@ -8,7 +8,8 @@
 #   clients   what the tests of clients/python and clients/php use: python3-venv,
 #             setuptools and wheel (an offline pip install), pytest, pytest-xdist,
 #             Django, dj-database-url, pytest-django, cryptography (PyMySQL logging
-#             in to MySQL); phpunit and composer
+#             in to MySQL), tblib (Django's --parallel reports failures with it);
+#             phpunit and composer
 #   browser   chromium, which the dashboard's test drives headless
 set -euo pipefail
 
@@ -46,7 +47,7 @@ for group in "$@"; do
       for m in ensurepip:python3-venv setuptools:python3-setuptools wheel:python3-wheel pymysql:python3-pymysql \
         pytest:python3-pytest xdist:python3-pytest-xdist django:python3-django \
         dj_database_url:python3-dj-database-url pytest_django:python3-pytest-django \
-        cryptography:python3-cryptography; do
+        cryptography:python3-cryptography tblib:python3-tblib; do
         if ! "$py" -c "import ${m%%:*}" >/dev/null 2>&1; then missing+=("${m#*:}"); fi
       done
       if ! command -v php >/dev/null 2>&1; then

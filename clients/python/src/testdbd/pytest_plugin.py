@@ -40,6 +40,7 @@ on the command line and in the environment, to the current directory.
 
 import os
 import pathlib
+import re
 import time
 import warnings
 
@@ -74,6 +75,7 @@ _SETTINGS = {
                "lease and reset it after each database test", "false"),
 }
 _settings_key = pytest.StashKey()
+_INLINE_COMMENT = re.compile(r"\s[#;]")
 _BOOL = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False, "": False}
 
 
@@ -103,6 +105,11 @@ class Settings:
                 value, origin = os.environ[env], "env"
             if value is None and config.getini("testdbd_" + name):
                 value, origin = config.getini("testdbd_" + name), "ini"
+                if _INLINE_COMMENT.search(value):
+                    raise pytest.UsageError(
+                        f"testdbd: testdbd_{name} = {value!r} in {getattr(config, 'inipath', None) or 'the ini file'}: "
+                        "ini values cannot carry a comment after them (pytest reads it as part of the value); "
+                        "put the comment on a line of its own")
             if value is None:
                 value, origin = default, "default"
             values[name], origins[name] = str(value).strip(), origin

@@ -65,3 +65,18 @@ def test_unreachable_daemon(pytester, monkeypatch):
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*cannot reach the testdbd daemon at http://127.0.0.1:1*"])
     result.stdout.fnmatch_lines(["testdbd: daemon 127.0.0.1:1, template app, strategy snapshot, worker key pytest-main"])
+
+
+def test_inline_comment_in_the_ini_file(pytester, monkeypatch):
+    # pytest keeps what follows a value on its line as part of the value.
+    monkeypatch.delenv("TESTDBD_MIGRATIONS", raising=False)
+    pytester.makeini("""
+        [pytest]
+        testdbd_template = app
+        testdbd_migrations = db/migrations     # goose *.sql files
+    """)
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*testdbd_migrations = 'db/migrations     # goose *.sql files' in *: ini values "
+                                 "cannot carry a comment after them*put the comment on a line of its own*"])
