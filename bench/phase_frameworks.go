@@ -97,13 +97,18 @@ func laravelCmd(testdbd bool) func(int) []string {
 	}
 }
 
+// djangoTests are the Django example's test classes written with Django's
+// own test cases (the others use testdbd's, which need its runner): every
+// variant runs these.
+var djangoTests = []string{"blog.tests.Seeded", "blog.tests.WithTestData", "blog.tests.Flushes", "blog.tests.KeepsSeed"}
+
 func djangoCmd(extra []string) func(int) []string {
 	return func(workers int) []string {
-		cmd := append([]string{"python3", "manage.py", "test", "--no-input"}, extra...)
+		cmd := append([]string{djangoPython(), "manage.py", "test", "--no-input"}, extra...)
 		if workers > 1 {
 			cmd = append(cmd, "--parallel", strconv.Itoa(workers))
 		}
-		return cmd
+		return append(cmd, djangoTests...)
 	}
 }
 
@@ -135,6 +140,18 @@ type suiteEnv struct {
 var frameworkTools = map[string][]string{
 	"laravel": {"php", "phpunit"},
 	"django":  {"python3"},
+}
+
+// djangoPython is the first Python that imports Django: the one on PATH,
+// or Debian's, which Debian's python3-django installs into (a PATH of
+// pyenv or a virtualenv may hide it).
+func djangoPython() string {
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(py, "-c", "import django").Run() == nil {
+			return py
+		}
+	}
+	return "python3"
 }
 
 func runFrameworks(ctx context.Context, b *bench, p frameworksPlan, r *frameworksResults) error {
@@ -211,6 +228,9 @@ func runFrameworks(ctx context.Context, b *bench, p frameworksPlan, r *framework
 
 // missingTools names what framework's suite lacks, or "".
 func missingTools(framework string, tools []string) string {
+	if framework == "django" && exec.Command(djangoPython(), "-c", "import django, pymysql, dj_database_url").Run() != nil {
+		return "django skipped: Django, PyMySQL or dj-database-url is not installed (make deps-examples installs them)"
+	}
 	for _, t := range tools {
 		if _, err := exec.LookPath(t); err != nil {
 			return fmt.Sprintf("%s skipped: %s is not installed (make deps-examples installs it)", framework, t)
@@ -250,14 +270,16 @@ func exampleEnv(b *bench, root, framework string) []string {
 }
 
 // exampleTemplates are the template ensure commands of the examples, as
-// their run.sh scripts give them.
+// their run.sh scripts give them (Django's without the installed Django's
+// own migrations among the hashed files: they only key the daemon's
+// cache, which each run here starts without).
 var exampleTemplates = map[string][]string{
 	"laravel": {"template", "ensure", "--name", "laravel-shop", "--format", "env",
 		"--hash-files", "database/migrations/**", "--hash-files", "database/seeders/**",
 		"--", "php", "artisan", "migrate", "--force", "--seed"},
 	"django": {"template", "ensure", "--name", "django-app", "--format", "env",
 		"--hash-files", "blog/migrations/*.py", "--hash-files", "mysite/settings.py",
-		"--", "python3", "manage.py", "migrate", "--no-input"},
+		"--", "PYTHON", "manage.py", "migrate", "--no-input"},
 }
 
 // ensureExampleTemplate builds an example's template on d and returns the
@@ -265,7 +287,11 @@ var exampleTemplates = map[string][]string{
 // `template ensure --format env` printed (the template and its pin).
 func ensureExampleTemplate(ctx context.Context, b *bench, d *daemon, root, framework string) ([]string, error) {
 	addr := "TESTDBD_ADDR=" + strings.TrimPrefix(d.api.Addr(), "http://")
-	cmd := exec.CommandContext(ctx, b.bin, exampleTemplates[framework]...)
+	args := slices.Clone(exampleTemplates[framework])
+	if i := slices.Index(args, "PYTHON"); i >= 0 {
+		args[i] = djangoPython()
+	}
+	cmd := exec.CommandContext(ctx, b.bin, args...)
 	cmd.Dir = filepath.Join(root, "examples", framework)
 	cmd.Env = append(exampleEnv(b, root, framework), addr)
 	var stderr bytes.Buffer
@@ -374,8 +400,9 @@ func frameworkMedian(r *frameworksResults, variant string, workers int) (float64
 func reportFrameworks(rep *report, p frameworksPlan, r *frameworksResults) {
 	rep.section("Whole suites of the example applications", fmt.Sprintf("The example applications' own suites, run whole by "+
 		"their frameworks' runners: examples/laravel (108 tables, views, routines, feature tests over HTTP, ids hard-coded "+
-		"in tests) with PHPUnit serially and its paratest-compatible runner on parallel processes, and examples/django "+
-		"with `manage.py test` and `--parallel`. testdbd's variants lease databases of the template built once by the "+
+		"in tests) with PHPUnit serially and its paratest-compatible runner on parallel processes, and examples/django's "+
+		"test classes written with Django's own test cases (TestCase, TransactionTestCase, serialized_rollback) with "+
+		"`manage.py test` and `--parallel`. testdbd's variants lease databases of the template built once by the "+
 		"example's migrations; the others are each framework's own way on a server of their own, tmpfs-backed with "+
 		"testdbd's settings or disk-backed with the defaults: Laravel's RefreshDatabase (a transaction rolled back per "+
 		"test, `migrate:fresh` once per process) and DatabaseTruncation (as Laravel 10 has it: `migrate:fresh` once, then "+
