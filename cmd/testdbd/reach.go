@@ -95,6 +95,7 @@ type reachingProvider struct {
 func (p *reachingProvider) Start(ctx context.Context, opts testdbd.StartOptions) (testdbd.Instance, error) {
 	if p.cfg.AdvertiseHost != "" {
 		opts.BindAddress = "0.0.0.0"
+		opts.TLSHosts = append(opts.TLSHosts, p.cfg.AdvertiseHost)
 	}
 	if p.cfg.ServerPorts.size() == 0 {
 		inst, err := p.Provider.Start(ctx, opts)

@@ -17,6 +17,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/serverimage"
+	"github.com/testdbd/testdbd/instance/tlsca"
 	"github.com/testdbd/testdbd/internal/random"
 )
 
@@ -41,6 +42,7 @@ type Container struct {
 	pid         int  // the server's process id on the engine's host
 	started     time.Time
 	startup     time.Duration
+	tls         *tlsca.Server // its TLS certificate
 
 	cancelWatch context.CancelFunc
 	life        *instance.Lifecycle
@@ -93,6 +95,12 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 		return nil, err
 	}
 	s := &Container{p: p, id: id, port: port, password: random.Hex(16), life: instance.NewLifecycle()}
+	host, _ := s.ClientAddr()
+	if s.tls, err = p.ca.Issue(append([]string{host}, opts.TLSHosts...)...); err != nil {
+		return nil, err
+	}
+	env := serverimage.TLSEnv(s.tls.CertPEM, s.tls.KeyPEM)
+	env["TESTDBD_INIT_SQL"] = serverimage.InitSQL(p.engine.Flavor, s.password)
 	args := serverimage.Args(p.engine, port, "127.0.0.1", opts.Args)
 	tmpfs := fmt.Sprintf("rw,nosuid,nodev,size=%d", p.cfg.TmpfsBytes)
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
@@ -103,7 +111,7 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 		testcontainers.WithName("testdbd-"+p.owner+"-"+id),
 		testcontainers.WithEntrypoint("/bin/sh", "-c", serverimage.StartScript(p.engine, !p.cfg.NoSeed), "testdbd-start"),
 		testcontainers.WithCmd(args...),
-		testcontainers.WithEnv(map[string]string{"TESTDBD_INIT_SQL": serverimage.InitSQL(p.engine.Flavor, s.password)}),
+		testcontainers.WithEnv(env),
 		testcontainers.WithTmpfs(map[string]string{Datadir: tmpfs + ",mode=0700", serverimage.TmpDir: tmpfs}),
 		testcontainers.WithLabels(p.labels(id)),
 		// The start script needs root whatever user the image names.
@@ -179,6 +187,9 @@ func (s *Container) Admin() testdbd.Endpoint {
 
 // ClientAddr returns the loopback TCP address handed to leases.
 func (s *Container) ClientAddr() (string, int) { return "127.0.0.1", s.port }
+
+// TLSCA returns the certificate of the authority that signed the server's.
+func (s *Container) TLSCA() []byte { return s.tls.CAPEM }
 
 // LocalDatadir returns the container's datadir as seen through the server
 // process's root (/proc/<pid>/root/var/lib/mysql) when the daemon runs as

@@ -17,6 +17,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/serverimage"
+	"github.com/testdbd/testdbd/instance/tlsca"
 	"github.com/testdbd/testdbd/internal/random"
 )
 
@@ -36,6 +37,7 @@ type Pod struct {
 	started  time.Time
 	startup  time.Duration
 	life     *instance.Lifecycle
+	tls      *tlsca.Server // its TLS certificate; nil without a Service
 
 	changed chan struct{} // a new pod state arrived (capacity 1)
 	gone    chan struct{} // closed when the pod object is deleted
@@ -95,6 +97,14 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	s.started = time.Now()
+	if p.cfg.Service {
+		// The Service's names, as a client in the cluster may write them.
+		svc := s.name + "." + p.ns
+		hosts := append([]string{svc + ".svc", svc + ".svc.cluster.local", svc, s.name}, opts.TLSHosts...)
+		if s.tls, err = p.ca.Issue(hosts...); err != nil {
+			return nil, err
+		}
+	}
 	pod, err := p.api.createPod(ctx, p.podSpec(s, opts))
 	if err != nil {
 		s.markGone()
@@ -158,6 +168,11 @@ func (p *Provider) podSpec(s *Pod, opts testdbd.StartOptions) *corev1.Pod {
 	// "*": every address of the pod, IPv6 too where the pod has it (an
 	// IPv6 or dual-stack cluster), IPv4 alone where not.
 	args := serverimage.Args(p.engine, serverPort, "*", opts.Args)
+	env := []corev1.EnvVar{{Name: "TESTDBD_INIT_SQL", Value: serverimage.InitSQL(p.engine.Flavor, s.password)}}
+	if s.tls != nil {
+		env = append(env, corev1.EnvVar{Name: serverimage.TLSCertEnv, Value: string(s.tls.CertPEM)},
+			corev1.EnvVar{Name: serverimage.TLSKeyEnv, Value: string(s.tls.KeyPEM)})
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: s.name, Labels: p.labels(s.id, "server"), Annotations: p.annotations(),
@@ -172,7 +187,7 @@ func (p *Provider) podSpec(s *Pod, opts testdbd.StartOptions) *corev1.Pod {
 				Name: containerName, Image: p.cfg.Image, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command: []string{"/bin/sh", "-c", serverimage.StartScript(p.engine, true), "testdbd-start"},
 				Args:    args,
-				Env:     []corev1.EnvVar{{Name: "TESTDBD_INIT_SQL", Value: serverimage.InitSQL(p.engine.Flavor, s.password)}},
+				Env:     env,
 				Ports:   []corev1.ContainerPort{{Name: "mysql", ContainerPort: serverPort, Protocol: corev1.ProtocolTCP}},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(serverPort)}},
@@ -412,6 +427,17 @@ func (s *Pod) ClientAddr() (string, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.clientHost, serverPort
+}
+
+// TLSCA returns the certificate of the authority that signed the server's
+// TLS certificate, which covers its Service's names; nil without a
+// Service: the pod's IP, which leases then carry, is known only once the
+// pod runs, after its certificate had to be made.
+func (s *Pod) TLSCA() []byte {
+	if s.tls == nil {
+		return nil
+	}
+	return s.tls.CAPEM
 }
 
 // PodName returns the server pod's namespace and name.

@@ -20,7 +20,8 @@ func TestStartScriptSyntax(t *testing.T) {
 			if out, err := exec.Command("/bin/sh", "-n", "-c", script).CombinedOutput(); err != nil {
 				t.Errorf("%s seed=%v: %v: %s\n%s", flavor, seed, err, out, script)
 			}
-			for _, want := range []string{`"$@"`, "--init-file=", serverimage.Datadir, `--user="$user"`, "user=" + serverimage.ServerUser} {
+			for _, want := range []string{`"$@"`, "--init-file=", serverimage.Datadir, `--user="$user"`, "user=" + serverimage.ServerUser,
+				"--ssl-cert=" + serverimage.TLSDir, "unset " + serverimage.TLSCertEnv + " " + serverimage.TLSKeyEnv} {
 				if !strings.Contains(script, want) {
 					t.Errorf("%s seed=%v: the script lacks %s:\n%s", flavor, seed, want, script)
 				}
