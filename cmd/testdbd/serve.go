@@ -79,11 +79,12 @@ type serveConfig struct {
 	LogFormat         string
 	LogLevel          string
 	ShutdownTimeout   time.Duration
+	Reach             reachConfig
+
 	// serverCA signs the TLS certificates of the --engine-image servers:
 	// the authority of the top state directory, as the default provider's
 	// servers have. nil: the provider's own (of its state directory).
 	serverCA *tlsca.Authority
-	Reach             reachConfig
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {

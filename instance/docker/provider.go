@@ -88,7 +88,7 @@ type Provider struct {
 	engine   testdbd.Engine
 	lock     *os.File // flock on StateDir/lock
 	ca       *tlsca.Authority
-	ownsNet  bool     // reaper_default did not exist before this provider
+	ownsNet  bool // reaper_default did not exist before this provider
 	watchCtx context.Context
 	cancel   context.CancelFunc // ends every watcher
 	wg       sync.WaitGroup     // the watchers
