@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,19 +31,10 @@ func checkContainerTLS(t *testing.T, s *instance.Member, pid, mysqlUID int, root
 		}
 		t.Fatal("the server has no TLS certificate: its leases would carry no CA certificate")
 	}
-	vars := map[string]string{}
-	rows, err := s.DB.Query("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('have_ssl', 'ssl_cert', 'ssl_key')")
+	vars, err := tlsVariables(s.DB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			t.Fatal(err)
-		}
-		vars[k] = v
-	}
-	rows.Close()
 	if vars["have_ssl"] != "YES" || filepath.Dir(vars["ssl_key"]) != serverimage.TLSDir || filepath.Dir(vars["ssl_cert"]) != serverimage.TLSDir {
 		t.Fatalf("the server's TLS variables %v: want have_ssl YES and the files in %s", vars, serverimage.TLSDir)
 	}
@@ -64,4 +56,22 @@ func checkContainerTLS(t *testing.T, s *instance.Member, pid, mysqlUID int, root
 			t.Errorf("the server's environment holds %s", strings.SplitN(kv, "=", 2)[0])
 		}
 	}
+}
+
+// tlsVariables reads the server's have_ssl, ssl_cert and ssl_key.
+func tlsVariables(db *sql.DB) (map[string]string, error) {
+	rows, err := db.Query("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('have_ssl', 'ssl_cert', 'ssl_key')")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	vars := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		vars[k] = v
+	}
+	return vars, rows.Err()
 }
