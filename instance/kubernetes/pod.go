@@ -97,13 +97,8 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	s.started = time.Now()
-	if p.cfg.Service {
-		// The Service's names, as a client in the cluster may write them.
-		svc := s.name + "." + p.ns
-		hosts := append([]string{svc + ".svc", svc + ".svc.cluster.local", svc, s.name}, opts.TLSHosts...)
-		if s.tls, err = p.ca.Issue(hosts...); err != nil {
-			return nil, err
-		}
+	if err := p.issueTLS(s, opts); err != nil {
+		return nil, err
 	}
 	pod, err := p.api.createPod(ctx, p.podSpec(s, opts))
 	if err != nil {
@@ -153,6 +148,20 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	}
 	s.startup = time.Since(s.started)
 	return s, nil
+}
+
+// issueTLS gives a server with a Service its TLS certificate, for the
+// Service's names as a client in the cluster may write them and
+// opts.TLSHosts. A server without one gets none: its pod's IP, which its
+// leases carry, is known only once the pod runs.
+func (p *Provider) issueTLS(s *Pod, opts testdbd.StartOptions) error {
+	if !p.cfg.Service {
+		return nil
+	}
+	svc := s.name + "." + p.ns
+	var err error
+	s.tls, err = p.ca.Issue(append([]string{svc + ".svc", svc + ".svc.cluster.local", svc, s.name}, opts.TLSHosts...)...)
+	return err
 }
 
 // podSpec is a server's pod: one container running the start script as
