@@ -147,6 +147,19 @@ type LocalDatadir interface {
 	LocalDatadir() string
 }
 
+// TLSRenewer is implemented by instances whose TLS certificate can be
+// replaced while they run: native processes and containers. The fleet
+// renews a certificate near its end and has the server load it (FLUSH SSL,
+// ALTER INSTANCE RELOAD TLS).
+type TLSRenewer interface {
+	// TLSNotAfter is when the server's certificate expires; zero when it
+	// has none of testdbd's.
+	TLSNotAfter() time.Time
+	// RenewTLS issues a new certificate and key and puts them where the
+	// server reads them; the server uses them once told to reload.
+	RenewTLS(ctx context.Context) error
+}
+
 // StartOptions are what a provider needs to start one server.
 type StartOptions struct {
 	// Args are the server settings as command-line options (--name=value).

@@ -179,8 +179,10 @@ func (p *Provider) podSpec(s *Pod, opts testdbd.StartOptions) *corev1.Pod {
 	args := serverimage.Args(p.engine, serverPort, "*", opts.Args)
 	env := []corev1.EnvVar{{Name: "TESTDBD_INIT_SQL", Value: serverimage.InitSQL(p.engine.Flavor, s.password)}}
 	if s.tls != nil {
-		env = append(env, corev1.EnvVar{Name: serverimage.TLSCertEnv, Value: string(s.tls.CertPEM)},
-			corev1.EnvVar{Name: serverimage.TLSKeyEnv, Value: string(s.tls.KeyPEM)})
+		tlsEnv := serverimage.TLSEnv(s.tls.CertPEM, s.tls.KeyPEM, s.tls.CAPEM)
+		for _, k := range []string{serverimage.TLSCertEnv, serverimage.TLSKeyEnv, serverimage.TLSCAEnv} {
+			env = append(env, corev1.EnvVar{Name: k, Value: tlsEnv[k]})
+		}
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{

@@ -226,7 +226,8 @@ func TestServerTLS(t *testing.T) {
 		}
 		uid, _ = strconv.Atoi(u.Uid)
 	}
-	for path, mode := range map[string]os.FileMode{filepath.Join(area, "tls"): 0o700, vars["ssl_cert"]: 0o600, vars["ssl_key"]: 0o600} {
+	for path, mode := range map[string]os.FileMode{filepath.Join(area, "tls"): 0o700, vars["ssl_cert"]: 0o600, vars["ssl_key"]: 0o600,
+		filepath.Join(area, "tls", tlsca.CAFile): 0o600} {
 		fi, err := os.Lstat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -295,4 +296,10 @@ func handshake(t *testing.T, addr, user string, caPEM []byte, name string) error
 		return errors.New("connected without TLS")
 	}
 	return nil
+}
+
+// TestTLSRenewal: a certificate near its end is replaced on the running
+// server (testenv.CheckTLSRenewal).
+func TestTLSRenewal(t *testing.T) {
+	testenv.CheckTLSRenewal(t, testenv.Native(t))
 }

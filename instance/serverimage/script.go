@@ -25,20 +25,34 @@ const (
 // (--user). The official images and testdbd's own have it.
 const ServerUser = "mysql"
 
-// The server's TLS certificate and key (PEM) reach the start script in
-// these variables (a provider sets them, see TLSEnv); it writes them to
+// The server's TLS certificate, key and authority's certificate (PEM)
+// reach the start script in these variables (a provider sets them, see
+// TLSEnv); it writes them to
 // TLSDir, on the container's tmpfs tmpdir, readable by ServerUser only, and
 // unsets them before the server starts.
 const (
 	TLSCertEnv = "TESTDBD_TLS_CERT"
 	TLSKeyEnv  = "TESTDBD_TLS_KEY"
+	TLSCAEnv   = "TESTDBD_TLS_CA"
 	TLSDir     = TmpDir + "/testdbd-tls"
 )
 
-// TLSEnv is the environment that hands a container its server certificate
-// and key.
-func TLSEnv(certPEM, keyPEM []byte) map[string]string {
-	return map[string]string{TLSCertEnv: string(certPEM), TLSKeyEnv: string(keyPEM)}
+// RenewTLSScript writes a renewed certificate, its key and the
+// authority's certificate (TLSEnv) over the server's in TLSDir. It runs in
+// the running container as ServerUser, with the shell alone (a trimmed
+// image may have no mv or cat); the server reads the files when told to
+// reload, after it has run.
+const RenewTLSScript = `set -e
+umask 077
+printf '%s\n' "$` + TLSCertEnv + `" >` + TLSDir + `/server-cert.pem
+printf '%s\n' "$` + TLSKeyEnv + `" >` + TLSDir + `/server-key.pem
+printf '%s\n' "$` + TLSCAEnv + `" >` + TLSDir + `/ca.pem
+`
+
+// TLSEnv is the environment that hands a container its server
+// certificate, its key and the authority's certificate.
+func TLSEnv(certPEM, keyPEM, caPEM []byte) map[string]string {
+	return map[string]string{TLSCertEnv: string(certPEM), TLSKeyEnv: string(keyPEM), TLSCAEnv: string(caPEM)}
 }
 
 // AdminUser is testdbd's account in every container, created at start with
@@ -66,7 +80,7 @@ func Args(e testdbd.Engine, port int, bindAddress string, extra []string) []stri
 // else with the engine's own tool and the options the engine's settings
 // need at initialization, instance.InitArgs), creates MariaDB's empty
 // secure_file_priv directory, writes the server's TLS certificate and key
-// from TLSCertEnv and TLSKeyEnv to TLSDir (then unset) and passes them to
+// from TLSCertEnv, TLSKeyEnv and TLSCAEnv to TLSDir (then unset) and passes them to
 // the server, or else the image's TLS certificate when it carries one at
 // /testdbd/tls (MariaDB 11.4 and later otherwise generate one at every
 // start, a second or two), writes the init file that creates
@@ -119,9 +133,10 @@ fi
 if [ -n "${` + TLSCertEnv + `:-}" ] && [ -n "${` + TLSKeyEnv + `:-}" ]; then
   (umask 077; mkdir -p ` + TLSDir + `
    printf '%s\n' "$` + TLSCertEnv + `" >` + TLSDir + `/server-cert.pem
-   printf '%s\n' "$` + TLSKeyEnv + `" >` + TLSDir + `/server-key.pem)
+   printf '%s\n' "$` + TLSKeyEnv + `" >` + TLSDir + `/server-key.pem
+   printf '%s\n' "$` + TLSCAEnv + `" >` + TLSDir + `/ca.pem)
   chown -R "$user" ` + TLSDir + `
-  set -- --ssl-cert=` + TLSDir + `/server-cert.pem --ssl-key=` + TLSDir + `/server-key.pem "$@"
+  set -- --ssl-cert=` + TLSDir + `/server-cert.pem --ssl-key=` + TLSDir + `/server-key.pem --ssl-ca=` + TLSDir + `/ca.pem "$@"
 elif [ -r /testdbd/tls/server-cert.pem ] && [ -r /testdbd/tls/server-key.pem ]; then
   mkdir -p ` + TLSDir + `
   cp /testdbd/tls/server-cert.pem /testdbd/tls/server-key.pem ` + TLSDir + `/
@@ -129,7 +144,7 @@ elif [ -r /testdbd/tls/server-cert.pem ] && [ -r /testdbd/tls/server-key.pem ]; 
   chmod 0700 ` + TLSDir + `
   set -- --ssl-cert=` + TLSDir + `/server-cert.pem --ssl-key=` + TLSDir + `/server-key.pem "$@"
 fi
-unset ` + TLSCertEnv + ` ` + TLSKeyEnv + `
+unset ` + TLSCertEnv + ` ` + TLSKeyEnv + ` ` + TLSCAEnv + `
 mkdir -p /run/testdbd
 chown "$user" /run/testdbd
 chmod 0700 /run/testdbd

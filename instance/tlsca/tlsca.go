@@ -256,43 +256,51 @@ func (a *Authority) Issue(hosts ...string) (*Server, error) {
 	}, nil
 }
 
-// Server file names, as WriteFiles writes them.
+// Server file names, as WriteFiles writes them. The server is given the
+// authority's certificate too (ssl_ca): MySQL reloads its certificate
+// (ALTER INSTANCE RELOAD TLS) only when it can verify it.
 const (
 	CertFile = "server-cert.pem"
 	KeyFile  = "server-key.pem"
+	CAFile   = "ca.pem"
 )
 
-// WriteFiles writes the certificate and key into dir (which must exist) as
-// CertFile and KeyFile, mode 0600, owned by uid and gid when they are not
-// -1 (the user the server runs as). It returns their paths.
-func (s *Server) WriteFiles(dir string, uid, gid int) (certPath, keyPath string, err error) {
-	certPath, keyPath = filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile)
-	for _, f := range []struct {
-		path string
-		b    []byte
-	}{{certPath, s.CertPEM}, {keyPath, s.KeyPEM}} {
-		if err := writeOwned(f.path, f.b, uid, gid); err != nil {
-			return "", "", fmt.Errorf("write the server's TLS files: %w", err)
+// WriteFiles writes the certificate, key and the authority's certificate
+// into dir (which must exist) as CertFile, KeyFile and CAFile, mode 0600,
+// owned by uid and gid when they are not -1 (the user the server runs
+// as), replacing what is there (a server's renewed certificate). Each is
+// written to a new file first, then renamed into place: nothing in dir is
+// followed or opened.
+func (s *Server) WriteFiles(dir string, uid, gid int) error {
+	for name, b := range map[string][]byte{CertFile: s.CertPEM, KeyFile: s.KeyPEM, CAFile: s.CAPEM} {
+		if err := writeOwned(filepath.Join(dir, name), b, uid, gid); err != nil {
+			return fmt.Errorf("write the server's TLS files: %w", err)
 		}
 	}
-	return certPath, keyPath, nil
+	return nil
 }
 
-// writeOwned creates path (it must not exist: no link is followed) with
-// mode 0600, gives it to uid:gid, then writes b.
+// writeOwned writes b to a new file beside path (mode 0600, given to
+// uid:gid first), then renames it to path.
 func writeOwned(path string, b []byte, uid, gid int) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
-	if uid != -1 || gid != -1 {
-		if err := f.Chown(uid, gid); err != nil {
-			f.Close()
-			return err
-		}
+	err = f.Chmod(0o600)
+	if err == nil && (uid != -1 || gid != -1) {
+		err = f.Chown(uid, gid)
 	}
-	_, werr := f.Write(b)
-	return errors.Join(werr, f.Close())
+	if err == nil {
+		_, err = f.Write(b)
+	}
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
 }
 
 func serial() *big.Int {

@@ -132,11 +132,11 @@ func TestWriteFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	certPath, keyPath, err := s.WriteFiles(dir, -1, -1)
-	if err != nil {
+	if err := s.WriteFiles(dir, -1, -1); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{certPath, keyPath} {
+	certPath, keyPath := filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile)
+	for _, p := range []string{certPath, keyPath, filepath.Join(dir, CAFile)} {
 		fi, err := os.Stat(p)
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v, mode %v; want 0600", p, err, fi.Mode())
@@ -145,20 +145,32 @@ func TestWriteFiles(t *testing.T) {
 	if _, err := tls.LoadX509KeyPair(certPath, keyPath); err != nil {
 		t.Fatal(err)
 	}
-	// A file in the way (a link the server user planted, say) is refused
-	// and its target left alone.
-	planted := t.TempDir()
+	// A link in the way (planted by the server user, say) is replaced,
+	// not followed: its target is left alone.
 	target := filepath.Join(t.TempDir(), "target")
 	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(target, filepath.Join(planted, KeyFile)); err != nil {
+	if err := os.Remove(keyPath); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.WriteFiles(planted, -1, -1); err == nil {
-		t.Error("WriteFiles wrote through a link in its way")
+	if err := os.Symlink(target, keyPath); err != nil {
+		t.Fatal(err)
+	}
+	renewed, err := a.Issue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := renewed.WriteFiles(dir, -1, -1); err != nil {
+		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(target); string(b) != "keep" {
 		t.Errorf("the link's target was overwritten: %q", b)
+	}
+	if b, _ := os.ReadFile(keyPath); string(b) != string(renewed.KeyPEM) {
+		t.Error("the renewed key is not in place")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("%d files in the directory, want the certificate, the key and the CA", len(entries))
 	}
 }
