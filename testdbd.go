@@ -125,6 +125,10 @@ type Instance interface {
 	Engine() Engine
 	// ClientAddr is the TCP address handed to leases.
 	ClientAddr() (host string, port int)
+	// TLSCA is the PEM certificate of the authority that signed the
+	// server's TLS certificate, which covers ClientAddr's host; nil when
+	// the server offers no TLS.
+	TLSCA() []byte
 	// Done is closed when the server process has exited, for whatever reason.
 	Done() <-chan struct{}
 	// Err says why the server exited, once Done is closed.
@@ -143,6 +147,19 @@ type LocalDatadir interface {
 	LocalDatadir() string
 }
 
+// TLSRenewer is implemented by instances whose TLS certificate can be
+// replaced while they run: native processes and containers. The fleet
+// renews a certificate near its end and has the server load it (FLUSH SSL,
+// ALTER INSTANCE RELOAD TLS).
+type TLSRenewer interface {
+	// TLSNotAfter is when the server's certificate expires; zero when it
+	// has none of testdbd's.
+	TLSNotAfter() time.Time
+	// RenewTLS issues a new certificate and key and puts them where the
+	// server reads them; the server uses them once told to reload.
+	RenewTLS(ctx context.Context) error
+}
+
 // StartOptions are what a provider needs to start one server.
 type StartOptions struct {
 	// Args are the server settings as command-line options (--name=value).
@@ -158,6 +175,10 @@ type StartOptions struct {
 	// means 127.0.0.1. "0.0.0.0" listens on every interface (in a container,
 	// so that a published port reaches the server).
 	BindAddress string
+	// TLSHosts are names or addresses the server's TLS certificate covers
+	// besides the loopback ones and the provider's own client address
+	// (the host leases carry when it is another, --advertise-host).
+	TLSHosts []string
 }
 
 // Provider starts server instances. Implementations are safe for concurrent use.

@@ -130,6 +130,7 @@ type ExternalBuild struct {
 	DSN       string    `json:"dsn"` // go-sql-driver/mysql, multiStatements on
 	URL       string    `json:"url"`
 	ExpiresAt time.Time `json:"expires_at"`
+	CACert    string    `json:"ca_cert"` // as in Lease
 }
 
 // BeginTemplateBuildResponse is the template and, when there is something

@@ -73,6 +73,11 @@ type TestOptions struct {
 	// Config adjusts the driver configuration (e.g. ParseTime, Loc,
 	// MultiStatements) before the *sql.DB is opened.
 	Config func(*mysql.Config)
+	// TLS connects TestDB's, TestTx's and TestTxDSN's connections with
+	// TLS, verifying the server with the lease's CA certificate (see
+	// Lease.TLSConfig). Without it they connect in plain text, as the
+	// lease's DSN does.
+	TLS bool
 	// ReleaseFailed releases a failed test's database at once. By default
 	// the first few failed tests of a binary keep theirs, unreset, until the
 	// lease's TTL runs out, and the test log says how to connect to it.
@@ -155,7 +160,7 @@ func TestDB(tb testing.TB, opts TestOptions) *sql.DB {
 	tb.Helper()
 	opts.Client = opts.mustClient(tb)
 	l := TestLease(tb, opts)
-	db, err := openLease(l, opts.Config)
+	db, err := openLease(l, opts.driverConfig(tb, l))
 	if err != nil {
 		tb.Fatalf("testdbd: connect to lease %s: %v", l.ID, err)
 	}
@@ -185,7 +190,7 @@ func TestTx(tb testing.TB, opts TestOptions) *sql.Tx {
 	c := opts.mustClient(tb)
 	opts.Client = c
 	l := TestLease(tb, opts)
-	db, err := openLease(l, opts.Config)
+	db, err := openLease(l, opts.driverConfig(tb, l))
 	if err != nil {
 		tb.Fatalf("testdbd: connect to lease %s: %v", l.ID, err)
 	}

@@ -47,7 +47,7 @@ func TestTxDSN(tb testing.TB, opts TestOptions) string {
 	opts.ReleaseFailed = true // the rollback removes the evidence anyway
 	opts.Client = opts.mustClient(tb)
 	l := TestLease(tb, opts)
-	cfg, err := leaseConfig(l, opts.Config)
+	cfg, err := leaseConfig(l, opts.driverConfig(tb, l))
 	if err != nil {
 		tb.Fatalf("testdbd: %v", err)
 	}

@@ -205,6 +205,11 @@ type Lease struct {
 	// KeepAutoIncrement: the lease's resets leave AUTO_INCREMENT where its
 	// tests moved it (AcquireLeaseRequest.KeepAutoIncrement).
 	KeepAutoIncrement bool `json:"keep_auto_increment"`
+	// CACert is the PEM certificate of the authority that signed the
+	// server's TLS certificate, which covers Host; see TLSConfig and
+	// TLSDSN. DSN and URL connect without TLS. Empty when the server
+	// offers no certificate clients can verify.
+	CACert string `json:"ca_cert"`
 }
 
 // ResetReport says what a reset did and how long each phase took.

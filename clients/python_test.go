@@ -90,7 +90,7 @@ func TestPythonPlugin(t *testing.T) {
 
 	t.Run("xdist", func(t *testing.T) {
 		before := d.acquired(t)
-		out := mustRun(t, src, env, "32 passed", python, append(pytest, "-n", "4", "tests/daemon")...)
+		out := mustRun(t, src, env, "34 passed", python, append(pytest, "-n", "4", "tests/daemon")...)
 		if !strings.Contains(out, "plugins: testdbd-") || !strings.Contains(out, "testdbd: daemon "+d.addr+", template py-plugin-suite") {
 			t.Errorf("the installed plugin is not in pytest's header:\n%s", out)
 		}

@@ -30,6 +30,11 @@ type FleetConfig struct {
 	// being stopped. The fleet has already removed it from its list.
 	OnDeath func(s *Member, err error)
 	Logger  *slog.Logger
+	// TLSRenewBefore: a server's TLS certificate is renewed (see
+	// testdbd.TLSRenewer) once less than this is left of it; 0 means 7
+	// days. TLSCheckEvery is how often that is looked at; 0 means an hour.
+	TLSRenewBefore time.Duration
+	TLSCheckEvery  time.Duration
 }
 
 // Fleet starts servers through a provider within a limit, keeps an
@@ -89,6 +94,12 @@ func NewFleet(provider testdbd.Provider, cfg FleetConfig) *Fleet {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.TLSRenewBefore <= 0 {
+		cfg.TLSRenewBefore = 7 * 24 * time.Hour
+	}
+	if cfg.TLSCheckEvery <= 0 {
+		cfg.TLSCheckEvery = time.Hour
 	}
 	closing, cancel := context.WithCancel(context.Background())
 	return &Fleet{provider: provider, cfg: cfg, log: cfg.Logger, closing: closing, cancelStarts: cancel}
@@ -231,14 +242,22 @@ func open(e testdbd.Endpoint, database string, maxConns int, params map[string]s
 	return db, nil
 }
 
-// watch waits for a server to exit; if nobody stopped it, it is removed from
-// the fleet, its files are cleaned up and OnDeath is told.
+// watch waits for a server to exit, renewing its TLS certificate as it
+// nears its end meanwhile; if nobody stopped it, it is removed from the
+// fleet, its files are cleaned up and OnDeath is told.
 func (f *Fleet) watch(s *Member) {
 	defer f.wg.Done()
-	select {
-	case <-s.stopped:
-		return
-	case <-s.Done():
+	tick := time.NewTicker(f.cfg.TLSCheckEvery)
+	defer tick.Stop()
+	for exited := false; !exited; {
+		select {
+		case <-s.stopped:
+			return
+		case <-s.Done():
+			exited = true
+		case <-tick.C:
+			f.renewTLS(s)
+		}
 	}
 	select {
 	case <-s.stopped:
@@ -258,6 +277,35 @@ func (f *Fleet) watch(s *Member) {
 	}
 	s.closeDBs()
 	_ = s.Instance.Stop(context.Background())
+}
+
+// renewTLS renews the server's TLS certificate when less than
+// TLSRenewBefore of it is left, and has the server load the new one. A
+// failure is logged and tried again at the next check.
+func (f *Fleet) renewTLS(s *Member) {
+	r, ok := s.Instance.(testdbd.TLSRenewer)
+	if !ok || r.TLSNotAfter().IsZero() || time.Until(r.TLSNotAfter()) > f.cfg.TLSRenewBefore {
+		return
+	}
+	ctx, cancel := context.WithTimeout(f.closing, time.Minute)
+	defer cancel()
+	reload := "FLUSH SSL"
+	if s.Flavor == testdbd.MySQL {
+		reload = "ALTER INSTANCE RELOAD TLS"
+	}
+	err := r.RenewTLS(ctx)
+	if err == nil {
+		_, err = s.DB.ExecContext(ctx, reload)
+	}
+	if err != nil && f.closing.Err() != nil {
+		return // the daemon is shutting down
+	}
+	if err != nil {
+		f.log.Warn("could not renew the server's TLS certificate; trying again later", "instance", s.ID(),
+			"expires", r.TLSNotAfter(), "err", err)
+		return
+	}
+	f.log.Info("renewed the server's TLS certificate", "instance", s.ID(), "expires", r.TLSNotAfter())
 }
 
 func (f *Fleet) remove(s *Member) {

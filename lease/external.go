@@ -32,6 +32,7 @@ type ExternalBuild struct {
 	Port                           int
 	DSN, URL                       string
 	ExpiresAt                      time.Time
+	CACert                         string // as in LeaseInfo
 }
 
 // BeginExternal starts a build by the caller's own migrator (see the
@@ -174,7 +175,7 @@ func (m *Manager) externalEndpoint(st *host, x *externalBuild) *ExternalBuild {
 	cfg.MultiStatements = true
 	u := url.URL{Scheme: "mysql", User: url.UserPassword(x.owner.User, x.owner.Password), Host: cfg.Addr, Path: "/" + x.database}
 	return &ExternalBuild{Database: x.database, Host: host, Port: port, User: x.owner.User, Password: x.owner.Password,
-		DSN: cfg.FormatDSN(), URL: u.String(), ExpiresAt: x.expires}
+		DSN: cfg.FormatDSN(), URL: u.String(), ExpiresAt: x.expires, CACert: string(st.TLSCA())}
 }
 
 // externalLocked finds the external build of name with hash that is

@@ -645,5 +645,6 @@ func (m *Manager) leaseInfoLocked(l *lease) LeaseInfo {
 		DSN: cfg.FormatDSN(), URL: u.String(), InstanceID: l.db.rep.host.ID(), State: l.state,
 		AcquiredAt: l.acquired, ExpiresAt: l.expires, TTL: l.ttl, Waited: l.waited, Resets: l.resets,
 		MaxConnections: l.maxConns, EndedReason: endedReason(l), KeepAutoIncrement: l.keepAI,
+		CACert: string(l.db.rep.host.TLSCA()),
 	}
 }

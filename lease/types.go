@@ -60,4 +60,8 @@ type LeaseInfo struct {
 	EndedReason string
 	// KeepAutoIncrement: see AcquireRequest.
 	KeepAutoIncrement bool
+	// CACert is the PEM certificate of the authority that signed the
+	// server's TLS certificate; "" when the server offers none clients can
+	// verify.
+	CACert string
 }

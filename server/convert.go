@@ -71,6 +71,7 @@ func leaseToProto(l lease.LeaseInfo) *testdbv1.Lease {
 		Dsn: l.DSN, Url: l.URL, ExpiresAt: ts(l.ExpiresAt), AcquiredAt: ts(l.AcquiredAt), InstanceId: l.InstanceID,
 		WaitedMs: ms(l.Waited), State: l.State, TtlSeconds: int32(l.TTL / time.Second), Resets: int32(min(l.Resets, math.MaxInt32)),
 		MaxConnections: int32(l.MaxConnections), EndedReason: l.EndedReason, KeepAutoIncrement: l.KeepAutoIncrement,
+		CaCert: l.CACert,
 	}
 }
 

@@ -236,7 +236,7 @@ func (s *Service) BeginTemplateBuild(ctx context.Context, req *testdbv1.BeginTem
 	resp := &testdbv1.BeginTemplateBuildResponse{Template: templateToProto(info)}
 	if b != nil {
 		resp.Build = &testdbv1.ExternalBuild{Database: b.Database, Host: b.Host, Port: int32(b.Port), User: b.User,
-			Password: b.Password, Dsn: b.DSN, Url: b.URL, ExpiresAt: ts(b.ExpiresAt)}
+			Password: b.Password, Dsn: b.DSN, Url: b.URL, ExpiresAt: ts(b.ExpiresAt), CaCert: b.CACert}
 	}
 	return resp, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/testdbd/testdbd"
 )
@@ -95,6 +96,7 @@ type reachingProvider struct {
 func (p *reachingProvider) Start(ctx context.Context, opts testdbd.StartOptions) (testdbd.Instance, error) {
 	if p.cfg.AdvertiseHost != "" {
 		opts.BindAddress = "0.0.0.0"
+		opts.TLSHosts = append(opts.TLSHosts, p.cfg.AdvertiseHost)
 	}
 	if p.cfg.ServerPorts.size() == 0 {
 		inst, err := p.Provider.Start(ctx, opts)
@@ -162,4 +164,20 @@ func (s *reachingInstance) Info(ctx context.Context) testdbd.InstanceInfo {
 		info.Host = s.host
 	}
 	return info
+}
+
+// TLSNotAfter and RenewTLS pass the fleet's renewal to the server (see
+// testdbd.TLSRenewer); one that cannot renew reports no certificate.
+func (s *reachingInstance) TLSNotAfter() time.Time {
+	if r, ok := s.Instance.(testdbd.TLSRenewer); ok {
+		return r.TLSNotAfter()
+	}
+	return time.Time{}
+}
+
+func (s *reachingInstance) RenewTLS(ctx context.Context) error {
+	if r, ok := s.Instance.(testdbd.TLSRenewer); ok {
+		return r.RenewTLS(ctx)
+	}
+	return errors.New("the server cannot renew its TLS certificate")
 }

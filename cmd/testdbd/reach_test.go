@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/client"
 	"github.com/testdbd/testdbd/internal/testenv"
 )
@@ -101,8 +106,50 @@ func TestServerPortsAndAdvertiseHost(t *testing.T) {
 		t.Errorf("users: %d, %v", n, err)
 	}
 	db.Close()
+	// TLS through the advertised host: its name is in the certificate.
+	dsn, err := l.TLSDSN()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsDB, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k, cipher string
+	if err := tlsDB.QueryRow("SHOW STATUS LIKE 'Ssl_cipher'").Scan(&k, &cipher); err != nil || cipher == "" {
+		t.Errorf("TLS through the advertised host: Ssl_cipher %q, %v", cipher, err)
+	}
+	tlsDB.Close()
 	if _, err := c.ReleaseLease(ctx, l.ID); err != nil {
 		t.Error(err)
+	}
+}
+
+// startOpts is a provider that records what it is asked to start with.
+type startOpts struct {
+	testdbd.Provider
+	got testdbd.StartOptions
+}
+
+func (p *startOpts) Name() string { return "native" }
+
+func (p *startOpts) Start(_ context.Context, opts testdbd.StartOptions) (testdbd.Instance, error) {
+	p.got = opts
+	return nil, errors.New("not started")
+}
+
+// TestAdvertiseHostIsInTheCertificate: the servers of a daemon with
+// --advertise-host listen on every interface and their TLS certificates
+// name the advertised host, which leases carry.
+func TestAdvertiseHostIsInTheCertificate(t *testing.T) {
+	rec := &startOpts{}
+	p, err := reachProvider(rec, reachConfig{AdvertiseHost: "db.ci.example"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = p.Start(context.Background(), testdbd.StartOptions{})
+	if rec.got.BindAddress != "0.0.0.0" || !slices.Contains(rec.got.TLSHosts, "db.ci.example") {
+		t.Errorf("start options %+v: want every interface and the advertised host in TLSHosts", rec.got)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/testdbd/testdbd/instance/docker"
 	"github.com/testdbd/testdbd/instance/kubernetes"
 	"github.com/testdbd/testdbd/instance/native"
+	"github.com/testdbd/testdbd/instance/tlsca"
 	"github.com/testdbd/testdbd/lease"
 	"github.com/testdbd/testdbd/server"
 )
@@ -79,6 +80,11 @@ type serveConfig struct {
 	LogLevel          string
 	ShutdownTimeout   time.Duration
 	Reach             reachConfig
+
+	// serverCA signs the TLS certificates of the --engine-image servers:
+	// the authority of the top state directory, as the default provider's
+	// servers have. nil: the provider's own (of its state directory).
+	serverCA *tlsca.Authority
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -436,7 +442,7 @@ func openDocker(ctx context.Context, cfg serveConfig, log *slog.Logger) (testdbd
 	}
 	docker.SetLibraryLogger(log)
 	p, err := docker.New(ctx, docker.Config{
-		StateDir: cfg.StateDir, Image: cfg.Image, TmpfsBytes: int64(cfg.TmpfsSize), Logger: log,
+		StateDir: cfg.StateDir, Image: cfg.Image, TmpfsBytes: int64(cfg.TmpfsSize), CA: cfg.serverCA, Logger: log,
 	})
 	if err != nil {
 		return nil, err
@@ -449,6 +455,11 @@ func openDocker(ctx context.Context, cfg serveConfig, log *slog.Logger) (testdbd
 // directory of its own under --state-dir.
 func openEngineImage(ctx context.Context, cfg serveConfig, image string, i int, log *slog.Logger) (testdbd.Provider, error) {
 	cfg.Image = image
+	ca, err := tlsca.Open(filepath.Join(cfg.StateDir, "tls"))
+	if err != nil {
+		return nil, err
+	}
+	cfg.serverCA = ca
 	cfg.StateDir = filepath.Join(cfg.StateDir, "engines", strconv.Itoa(i+1))
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, err
@@ -476,7 +487,7 @@ func openKubernetes(ctx context.Context, cfg serveConfig, log *slog.Logger) (tes
 	p, err := kubernetes.New(ctx, kubernetes.Config{
 		StateDir: cfg.StateDir, Kubeconfig: cfg.Kubeconfig, Namespace: cfg.Namespace, Image: cfg.Image,
 		TmpfsBytes: int64(cfg.TmpfsSize), MemoryLimit: memory, MemoryRequest: memory,
-		Service: cfg.K8sService, Owner: cfg.K8sOwner, Logger: log,
+		Service: cfg.K8sService, Owner: cfg.K8sOwner, CA: cfg.serverCA, Logger: log,
 	})
 	if err != nil {
 		return nil, err

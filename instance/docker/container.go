@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -13,10 +15,12 @@ import (
 	mount "github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+	tcexec "github.com/testcontainers/testcontainers-go/exec"
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/serverimage"
+	"github.com/testdbd/testdbd/instance/tlsca"
 	"github.com/testdbd/testdbd/internal/random"
 )
 
@@ -41,6 +45,7 @@ type Container struct {
 	pid         int  // the server's process id on the engine's host
 	started     time.Time
 	startup     time.Duration
+	tls         atomic.Pointer[tlsca.Server] // its TLS certificate
 
 	cancelWatch context.CancelFunc
 	life        *instance.Lifecycle
@@ -101,6 +106,14 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 		return nil, err
 	}
 	s := &Container{p: p, id: id, port: port, password: random.Hex(16), life: instance.NewLifecycle()}
+	host, _ := s.ClientAddr()
+	srv, err := p.ca.Issue(append([]string{host}, opts.TLSHosts...)...)
+	if err != nil {
+		return nil, err
+	}
+	s.tls.Store(srv)
+	env := serverimage.TLSEnv(srv.CertPEM, srv.KeyPEM, srv.CAPEM)
+	env["TESTDBD_INIT_SQL"] = serverimage.InitSQL(p.engine.Flavor, s.password)
 	args := serverimage.Args(p.engine, port, "127.0.0.1", opts.Args)
 	tmpfs := fmt.Sprintf("rw,nosuid,nodev,size=%d", p.cfg.TmpfsBytes)
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
@@ -111,7 +124,7 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 		testcontainers.WithName("testdbd-"+p.owner+"-"+id),
 		testcontainers.WithEntrypoint("/bin/sh", "-c", serverimage.StartScript(p.engine, !p.cfg.NoSeed), "testdbd-start"),
 		testcontainers.WithCmd(args...),
-		testcontainers.WithEnv(map[string]string{"TESTDBD_INIT_SQL": serverimage.InitSQL(p.engine.Flavor, s.password)}),
+		testcontainers.WithEnv(env),
 		testcontainers.WithTmpfs(map[string]string{Datadir: tmpfs + ",mode=0700", serverimage.TmpDir: tmpfs}),
 		testcontainers.WithLabels(p.labels(id)),
 		// The start script needs root whatever user the image names.
@@ -193,6 +206,38 @@ func (s *Container) Admin() testdbd.Endpoint {
 
 // ClientAddr returns the loopback TCP address handed to leases.
 func (s *Container) ClientAddr() (string, int) { return "127.0.0.1", s.port }
+
+// TLSCA returns the certificate of the authority that signed the server's.
+func (s *Container) TLSCA() []byte { return s.tls.Load().CAPEM }
+
+// TLSNotAfter returns when the server's certificate expires.
+func (s *Container) TLSNotAfter() time.Time { return s.tls.Load().NotAfter }
+
+// RenewTLS issues a certificate for the same hosts and has a shell in the
+// container, as the server's user, write it and its key over the
+// server's (serverimage.RenewTLSScript); FLUSH SSL (ALTER INSTANCE RELOAD
+// TLS) makes the server use them.
+func (s *Container) RenewTLS(ctx context.Context) error {
+	srv, err := s.p.ca.Issue(s.tls.Load().Hosts...)
+	if err != nil {
+		return err
+	}
+	var env []string
+	for k, v := range serverimage.TLSEnv(srv.CertPEM, srv.KeyPEM, srv.CAPEM) {
+		env = append(env, k+"="+v)
+	}
+	code, out, err := s.ctr.Exec(ctx, []string{"/bin/sh", "-c", serverimage.RenewTLSScript},
+		tcexec.WithUser(ServerUser), tcexec.WithEnv(env), tcexec.Multiplexed())
+	if err == nil && code != 0 {
+		b, _ := io.ReadAll(io.LimitReader(out, 4096))
+		err = fmt.Errorf("exit status %d: %s", code, strings.TrimSpace(string(b)))
+	}
+	if err != nil {
+		return fmt.Errorf("write the renewed TLS certificate into container %s: %w", shortID(s.containerID), err)
+	}
+	s.tls.Store(srv)
+	return nil
+}
 
 // LocalDatadir returns the container's datadir as seen through the server
 // process's root (/proc/<pid>/root/var/lib/mysql) when the daemon runs as

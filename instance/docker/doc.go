@@ -7,7 +7,8 @@
 // the tmpfs datadir (copying the image's pristine datadir when it carries
 // one at /testdbd/seed, else with mariadb-install-db or mysqld
 // --initialize-insecure), gives it to the image's mysql user, passes the
-// image's TLS certificate when it has one at /testdbd/tls, creates
+// TLS certificate and key the provider issued (instance/tlsca; the
+// image's at /testdbd/tls when none is given), creates
 // testdbd's admin account with --init-file and execs the server with the
 // disposable-data settings and the hardening (instance.Hardening); the
 // server drops to the mysql user (--user). The same code serves the

@@ -29,6 +29,14 @@ func TestHardening(t *testing.T) {
 	})
 }
 
+// TestTLSRenewal: a certificate near its end is replaced in the running
+// container (testenv.CheckTLSRenewal).
+func TestTLSRenewal(t *testing.T) {
+	eachImage(t, func(t *testing.T, image string) {
+		testenv.CheckTLSRenewal(t, newProvider(t, config(t, image)))
+	})
+}
+
 // TestDeathReport: a server that dies says why, from its log, and its log
 // is kept under the state directory after the container is removed; so
 // does a server that cannot start.

@@ -26,6 +26,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/serverimage"
+	"github.com/testdbd/testdbd/instance/tlsca"
 	"github.com/testdbd/testdbd/internal/random"
 )
 
@@ -70,6 +71,9 @@ type Config struct {
 	// the image carries a pristine datadir. The official images always take
 	// that path; tests set NoSeed to exercise it on the local image.
 	NoSeed bool
+	// CA signs each server's TLS certificate; nil means the authority kept
+	// in StateDir/tls (created when missing).
+	CA *tlsca.Authority
 	// Logger receives progress; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -83,7 +87,8 @@ type Provider struct {
 	cli      *testcontainers.DockerClient // inspect, wait, stats, list, remove
 	engine   testdbd.Engine
 	lock     *os.File // flock on StateDir/lock
-	ownsNet  bool     // reaper_default did not exist before this provider
+	ca       *tlsca.Authority
+	ownsNet  bool // reaper_default did not exist before this provider
 	watchCtx context.Context
 	cancel   context.CancelFunc // ends every watcher
 	wg       sync.WaitGroup     // the watchers
@@ -152,6 +157,11 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 			}
 		}
 	}()
+	if p.ca = cfg.CA; p.ca == nil {
+		if p.ca, err = tlsca.Open(filepath.Join(abs, "tls")); err != nil {
+			return nil, err
+		}
+	}
 	if p.cli, err = testcontainers.NewDockerClientWithOpts(ctx); err != nil {
 		return nil, testdbd.Errorf(testdbd.EUnavailable,
 			"docker provider: no Docker engine reachable (%v): start Docker or set DOCKER_HOST, or use --provider native", err)

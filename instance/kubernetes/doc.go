@@ -17,7 +17,9 @@
 //
 // Leases get the pod's IP, or, with Config.Service, the DNS name of a
 // ClusterIP Service of the server's own (owned by the pod, so deleted with
-// it). The daemon itself always talks to the pod's IP.
+// it); only then does the server get a TLS certificate (for the Service's
+// names; the pod's IP is known too late) and its leases a CA certificate.
+// The daemon itself always talks to the pod's IP.
 //
 // One informer watches the provider's pods: a pod that fails, whose
 // container ends, or that is deleted closes its instance's Done, and Err

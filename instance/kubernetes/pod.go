@@ -17,6 +17,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/serverimage"
+	"github.com/testdbd/testdbd/instance/tlsca"
 	"github.com/testdbd/testdbd/internal/random"
 )
 
@@ -36,6 +37,7 @@ type Pod struct {
 	started  time.Time
 	startup  time.Duration
 	life     *instance.Lifecycle
+	tls      *tlsca.Server // its TLS certificate; nil without a Service
 
 	changed chan struct{} // a new pod state arrived (capacity 1)
 	gone    chan struct{} // closed when the pod object is deleted
@@ -95,6 +97,9 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	s.started = time.Now()
+	if err := p.issueTLS(s, opts); err != nil {
+		return nil, err
+	}
 	pod, err := p.api.createPod(ctx, p.podSpec(s, opts))
 	if err != nil {
 		s.markGone()
@@ -145,6 +150,20 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	return s, nil
 }
 
+// issueTLS gives a server with a Service its TLS certificate, for the
+// Service's names as a client in the cluster may write them and
+// opts.TLSHosts. A server without one gets none: its pod's IP, which its
+// leases carry, is known only once the pod runs.
+func (p *Provider) issueTLS(s *Pod, opts testdbd.StartOptions) error {
+	if !p.cfg.Service {
+		return nil
+	}
+	svc := s.name + "." + p.ns
+	var err error
+	s.tls, err = p.ca.Issue(append([]string{svc + ".svc", svc + ".svc.cluster.local", svc, s.name}, opts.TLSHosts...)...)
+	return err
+}
+
 // podSpec is a server's pod: one container running the start script as
 // root (the server then drops to serverimage.ServerUser), its datadir and tmpdir on memory-backed emptyDir volumes of
 // TmpfsBytes each, the memory request and limit of the configuration
@@ -158,6 +177,13 @@ func (p *Provider) podSpec(s *Pod, opts testdbd.StartOptions) *corev1.Pod {
 	// "*": every address of the pod, IPv6 too where the pod has it (an
 	// IPv6 or dual-stack cluster), IPv4 alone where not.
 	args := serverimage.Args(p.engine, serverPort, "*", opts.Args)
+	env := []corev1.EnvVar{{Name: "TESTDBD_INIT_SQL", Value: serverimage.InitSQL(p.engine.Flavor, s.password)}}
+	if s.tls != nil {
+		tlsEnv := serverimage.TLSEnv(s.tls.CertPEM, s.tls.KeyPEM, s.tls.CAPEM)
+		for _, k := range []string{serverimage.TLSCertEnv, serverimage.TLSKeyEnv, serverimage.TLSCAEnv} {
+			env = append(env, corev1.EnvVar{Name: k, Value: tlsEnv[k]})
+		}
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: s.name, Labels: p.labels(s.id, "server"), Annotations: p.annotations(),
@@ -172,7 +198,7 @@ func (p *Provider) podSpec(s *Pod, opts testdbd.StartOptions) *corev1.Pod {
 				Name: containerName, Image: p.cfg.Image, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command: []string{"/bin/sh", "-c", serverimage.StartScript(p.engine, true), "testdbd-start"},
 				Args:    args,
-				Env:     []corev1.EnvVar{{Name: "TESTDBD_INIT_SQL", Value: serverimage.InitSQL(p.engine.Flavor, s.password)}},
+				Env:     env,
 				Ports:   []corev1.ContainerPort{{Name: "mysql", ContainerPort: serverPort, Protocol: corev1.ProtocolTCP}},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(serverPort)}},
@@ -412,6 +438,17 @@ func (s *Pod) ClientAddr() (string, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.clientHost, serverPort
+}
+
+// TLSCA returns the certificate of the authority that signed the server's
+// TLS certificate, which covers its Service's names; nil without a
+// Service: the pod's IP, which leases then carry, is known only once the
+// pod runs, after its certificate had to be made.
+func (s *Pod) TLSCA() []byte {
+	if s.tls == nil {
+		return nil
+	}
+	return s.tls.CAPEM
 }
 
 // PodName returns the server pod's namespace and name.

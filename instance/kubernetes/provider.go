@@ -29,6 +29,7 @@ import (
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/serverimage"
+	"github.com/testdbd/testdbd/instance/tlsca"
 	"github.com/testdbd/testdbd/internal/random"
 )
 
@@ -108,6 +109,11 @@ type Config struct {
 	// daemon in a Deployment's pod), unique per daemon: a daemon deletes
 	// every pod of its owner value at start.
 	Owner string
+	// CA signs the TLS certificate of each server that has a Service (a
+	// pod's IP is known only once the pod runs, too late for its
+	// certificate); nil means the authority kept in StateDir/tls (created
+	// when missing).
+	CA *tlsca.Authority
 	// Logger receives progress; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -122,6 +128,7 @@ type Provider struct {
 	owner  string // LabelOwner value
 	engine testdbd.Engine
 	lock   *os.File // flock on StateDir/lock
+	ca     *tlsca.Authority
 
 	stopInformer context.CancelFunc // ends the pod informer; nil when none runs
 	wg           sync.WaitGroup     // the informer and the exit reporters
@@ -169,6 +176,11 @@ func New(ctx context.Context, cfg Config) (_ *Provider, err error) {
 			_ = p.lock.Close()
 		}
 	}()
+	if p.ca = cfg.CA; p.ca == nil && cfg.Service {
+		if p.ca, err = tlsca.Open(filepath.Join(abs, "tls")); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.sweep(ctx, "deleted a pod left by a previous daemon"); err != nil {
 		return nil, err
 	}

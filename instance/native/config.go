@@ -1,6 +1,10 @@
 package native
 
-import "log/slog"
+import (
+	"log/slog"
+
+	"github.com/testdbd/testdbd/instance/tlsca"
+)
 
 // DefaultTmpfsBytes is the size of each instance's tmpfs mount.
 const DefaultTmpfsBytes = 2 << 30
@@ -30,6 +34,9 @@ type Config struct {
 	// When the daemon is not root, servers run as the daemon's user and
 	// ServerUser is ignored.
 	ServerUser string
+	// CA signs each server's TLS certificate; nil means the authority kept
+	// in StateDir/tls (created when missing).
+	CA *tlsca.Authority
 	// Logger receives progress; nil means slog.Default().
 	Logger *slog.Logger
 }

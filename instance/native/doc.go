@@ -7,10 +7,12 @@
 //	pristine/<key>/            an initialized datadir, copied for every server
 //	instances/<id>/record.json what to clean up if the daemon dies (pid, area)
 //	crashes/<id>-<time>.log    the error logs of servers that died (the last 20)
+//	tls/ca.pem                 the authority that signs the servers' TLS certificates (instance/tlsca)
 //
 // Each server's area holds its datadir (data/), tmpdir (tmp/), Unix socket,
-// pid file, error log and an empty directory (files/) for MariaDB's
-// secure_file_priv. As root it is a tmpfs mount of its own at
+// pid file, error log, an empty directory (files/) for MariaDB's
+// secure_file_priv, and its TLS certificate and key (tls/, the server
+// user's alone). As root it is a tmpfs mount of its own at
 // /run/testdbd/<hash of the state directory>/<id>, and the server runs as
 // an unprivileged user (Config.ServerUser, by default the system user
 // testdbd, created if missing) that owns the area and reaches nothing else

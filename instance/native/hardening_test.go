@@ -2,6 +2,11 @@ package native_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"database/sql"
+	"errors"
+	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -11,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
 	"github.com/testdbd/testdbd/instance/native"
+	"github.com/testdbd/testdbd/instance/tlsca"
 	"github.com/testdbd/testdbd/internal/testenv"
 )
 
@@ -168,4 +176,130 @@ func keptLog(t *testing.T, err error, stateDir string) string {
 		t.Errorf("kept log: %v", err)
 	}
 	return path
+}
+
+// TestServerTLS: every server offers TLS (have_ssl YES) with a certificate
+// of its own, signed by the authority kept in the state directory, that
+// covers the loopback names and the hosts asked for; its key and
+// certificate are the server user's alone (mode 0600, in a 0700 directory
+// of its area), and the authority's file is the daemon's alone. A second
+// provider on the state directory signs with the same authority.
+func TestServerTLS(t *testing.T) {
+	cfg := testenv.NativeConfig(t)
+	p := testenv.NativeWith(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	inst, err := p.Start(ctx, testdbd.StartOptions{Args: instance.Args(p.Engine(), instance.Config{}), TLSHosts: []string{"db.example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := instance.OpenAdmin(inst.Admin(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	vars := map[string]string{}
+	rows, err := db.QueryContext(ctx, "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('have_ssl', 'ssl_cert', 'ssl_key')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		vars[k] = v
+	}
+	rows.Close()
+	if vars["have_ssl"] != "YES" {
+		t.Fatalf("have_ssl = %q, want YES (variables %v)", vars["have_ssl"], vars)
+	}
+	area := filepath.Dir(inst.Info(ctx).Datadir)
+	if filepath.Dir(vars["ssl_key"]) != filepath.Join(area, "tls") || filepath.Dir(vars["ssl_cert"]) != filepath.Join(area, "tls") {
+		t.Errorf("ssl_cert %q, ssl_key %q: want files in %s/tls", vars["ssl_cert"], vars["ssl_key"], area)
+	}
+	uid := os.Geteuid()
+	if uid == 0 {
+		u, err := user.Lookup(p.ServerUser())
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ = strconv.Atoi(u.Uid)
+	}
+	for path, mode := range map[string]os.FileMode{filepath.Join(area, "tls"): 0o700, vars["ssl_cert"]: 0o600, vars["ssl_key"]: 0o600,
+		filepath.Join(area, "tls", tlsca.CAFile): 0o600} {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid || fi.Mode().Perm() != mode {
+			t.Errorf("%s: owner %d, mode %v; want %d (the server user), %v", path, st.Uid, fi.Mode().Perm(), uid, mode)
+		}
+	}
+	caFile := filepath.Join(cfg.StateDir, "tls", tlsca.FileName)
+	if fi, err := os.Stat(caFile); err != nil || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
+		t.Errorf("the authority's file %s: %v; want the daemon's, mode 0600", caFile, err)
+	}
+
+	// The handshake: the certificate verifies with the lease's CA for each
+	// name it covers, and not for another.
+	if _, err := db.ExecContext(ctx, "CREATE USER 'tls_probe'@'%'"); err != nil {
+		t.Fatal(err)
+	}
+	host, port := inst.ClientAddr()
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	for name, ok := range map[string]bool{"127.0.0.1": true, "localhost": true, "db.example": true, "other.example": false} {
+		err := handshake(t, addr, "tls_probe", inst.TLSCA(), name)
+		var wrongName x509.HostnameError
+		if ok && err != nil || !ok && !errors.As(err, &wrongName) {
+			t.Errorf("TLS as %s: %v (want success %v, else x509.HostnameError)", name, err, ok)
+		}
+	}
+
+	// The authority is kept: another provider of the state directory
+	// signs with it.
+	ca := inst.TLSCA()
+	db.Close()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := testenv.NativeWith(t, cfg)
+	inst2, err := again.Start(ctx, testdbd.StartOptions{Args: instance.Args(p.Engine(), instance.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(inst2.TLSCA()) != string(ca) {
+		t.Error("a second provider on the state directory made another authority")
+	}
+}
+
+// handshake connects to addr as user (no password) with TLS, trusting
+// caPEM alone and checking name, and says what failed.
+func handshake(t *testing.T, addr, user string, caPEM []byte, name string) error {
+	t.Helper()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Timeout = "tcp", addr, user, 10*time.Second
+	cfg.TLS = &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	var k, cipher string
+	if err := db.QueryRow("SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(&k, &cipher); err != nil {
+		return err
+	}
+	if cipher == "" {
+		return errors.New("connected without TLS")
+	}
+	return nil
+}
+
+// TestTLSRenewal: a certificate near its end is replaced on the running
+// server (testenv.CheckTLSRenewal).
+func TestTLSRenewal(t *testing.T) {
+	testenv.CheckTLSRenewal(t, testenv.Native(t))
 }

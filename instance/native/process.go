@@ -13,11 +13,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/instance/tlsca"
 	"github.com/testdbd/testdbd/internal/random"
 )
 
@@ -35,6 +37,7 @@ type Process struct {
 	cmd     *exec.Cmd
 	started time.Time
 	startup time.Duration
+	tls     atomic.Pointer[tlsca.Server] // its certificate; the files are in its area's tls/
 
 	life *instance.Lifecycle // of the current launch
 }
@@ -74,6 +77,9 @@ func (p *Provider) Start(ctx context.Context, opts testdbd.StartOptions) (testdb
 	}
 	if err := copyTree(p.pristine, s.datadir(), p.cred); err != nil {
 		return fail(fmt.Errorf("copy pristine datadir: %w", err))
+	}
+	if err := s.writeTLS(opts.TLSHosts); err != nil {
+		return fail(err)
 	}
 	// A port picked free can be taken before the server binds it; try again
 	// with another one.
@@ -119,6 +125,9 @@ func (s *Process) launch(ctx context.Context, opts testdbd.StartOptions) error {
 		"--bind-address=" + cmp.Or(opts.BindAddress, "127.0.0.1"),
 		"--pid-file=" + filepath.Join(s.rec.Root, "mysqld.pid"),
 		"--log-error=" + s.errorLog(),
+		"--ssl-cert=" + filepath.Join(s.rec.Root, "tls", tlsca.CertFile),
+		"--ssl-key=" + filepath.Join(s.rec.Root, "tls", tlsca.KeyFile),
+		"--ssl-ca=" + filepath.Join(s.rec.Root, "tls", tlsca.CAFile),
 	}
 	args = append(args, opts.Args...)
 	args = append(args, instance.Hardening(s.p.engine, filepath.Join(s.rec.Root, "files"))...)
@@ -176,6 +185,48 @@ func (s *Process) waitReady(ctx context.Context) error {
 	defer cancel()
 	return instance.WaitReady(ctx, s.Admin(), s.life, s.logTail)
 }
+
+// writeTLS issues the server's certificate (for the loopback addresses and
+// hosts) and writes it with its key into the area's tls/, a directory of
+// the server user's, mode 0700, the files mode 0600.
+func (s *Process) writeTLS(hosts []string) error {
+	dir := filepath.Join(s.rec.Root, "tls")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("create the server's TLS directory: %w", err)
+	}
+	if err := s.p.own(dir); err != nil {
+		return err
+	}
+	return s.issueTLS(hosts)
+}
+
+// issueTLS issues a certificate for hosts and writes it and its key into
+// the area's tls/ (replacing what is there).
+func (s *Process) issueTLS(hosts []string) error {
+	srv, err := s.p.ca.Issue(hosts...)
+	if err != nil {
+		return err
+	}
+	uid, gid := -1, -1
+	if c := s.p.cred; c != nil {
+		uid, gid = int(c.Uid), int(c.Gid)
+	}
+	if err := srv.WriteFiles(filepath.Join(s.rec.Root, "tls"), uid, gid); err != nil {
+		return err
+	}
+	s.tls.Store(srv)
+	return nil
+}
+
+// TLSCA returns the certificate of the authority that signed the server's.
+func (s *Process) TLSCA() []byte { return s.tls.Load().CAPEM }
+
+// TLSNotAfter returns when the server's certificate expires.
+func (s *Process) TLSNotAfter() time.Time { return s.tls.Load().NotAfter }
+
+// RenewTLS writes a new certificate for the same hosts and its key over
+// the server's; FLUSH SSL (ALTER INSTANCE RELOAD TLS) makes it use them.
+func (s *Process) RenewTLS(context.Context) error { return s.issueTLS(s.tls.Load().Hosts) }
 
 // ID returns the instance id.
 func (s *Process) ID() string { return s.id }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/testdbd/testdbd"
 	"github.com/testdbd/testdbd/instance"
+	"github.com/testdbd/testdbd/instance/tlsca"
 )
 
 // Provider starts native servers. It is safe for concurrent use.
@@ -29,6 +30,7 @@ type Provider struct {
 	engine   testdbd.Engine
 	lock     *os.File // flock on StateDir/lock
 	pristine string   // initialized datadir copied for every server
+	ca       *tlsca.Authority
 	// cred is the server user's, when the daemon runs as root; nil
 	// otherwise (servers run as the daemon's user).
 	cred     *syscall.Credential
@@ -77,6 +79,12 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	if p.lock, err = instance.LockStateDir(abs); err != nil {
 		return nil, err
+	}
+	if p.ca = cfg.CA; p.ca == nil {
+		if p.ca, err = tlsca.Open(filepath.Join(abs, "tls")); err != nil {
+			p.lock.Close()
+			return nil, err
+		}
 	}
 	if err := p.setUp(ctx); err != nil {
 		p.lock.Close()

@@ -25,6 +25,36 @@ const (
 // (--user). The official images and testdbd's own have it.
 const ServerUser = "mysql"
 
+// The server's TLS certificate, key and authority's certificate (PEM)
+// reach the start script in these variables (a provider sets them, see
+// TLSEnv); it writes them to
+// TLSDir, on the container's tmpfs tmpdir, readable by ServerUser only, and
+// unsets them before the server starts.
+const (
+	TLSCertEnv = "TESTDBD_TLS_CERT"
+	TLSKeyEnv  = "TESTDBD_TLS_KEY"
+	TLSCAEnv   = "TESTDBD_TLS_CA"
+	TLSDir     = TmpDir + "/testdbd-tls"
+)
+
+// RenewTLSScript writes a renewed certificate, its key and the
+// authority's certificate (TLSEnv) over the server's in TLSDir. It runs in
+// the running container as ServerUser, with the shell alone (a trimmed
+// image may have no mv or cat); the server reads the files when told to
+// reload, after it has run.
+const RenewTLSScript = `set -e
+umask 077
+printf '%s\n' "$` + TLSCertEnv + `" >` + TLSDir + `/server-cert.pem
+printf '%s\n' "$` + TLSKeyEnv + `" >` + TLSDir + `/server-key.pem
+printf '%s\n' "$` + TLSCAEnv + `" >` + TLSDir + `/ca.pem
+`
+
+// TLSEnv is the environment that hands a container its server
+// certificate, its key and the authority's certificate.
+func TLSEnv(certPEM, keyPEM, caPEM []byte) map[string]string {
+	return map[string]string{TLSCertEnv: string(certPEM), TLSKeyEnv: string(keyPEM), TLSCAEnv: string(caPEM)}
+}
+
 // AdminUser is testdbd's account in every container, created at start with
 // a random password and every privilege WITH GRANT OPTION.
 const AdminUser = "testdbd_admin"
@@ -49,9 +79,11 @@ func Args(e testdbd.Engine, port int, bindAddress string, extra []string) []stri
 // image's pristine /testdbd/seed when seed is set and the image has one,
 // else with the engine's own tool and the options the engine's settings
 // need at initialization, instance.InitArgs), creates MariaDB's empty
-// secure_file_priv directory, passes the image's TLS certificate when it
-// carries one at /testdbd/tls (MariaDB 11.4 and later otherwise generate
-// one at every start, a second or two), writes the init file that creates
+// secure_file_priv directory, writes the server's TLS certificate and key
+// from TLSCertEnv, TLSKeyEnv and TLSCAEnv to TLSDir (then unset) and passes them to
+// the server, or else the image's TLS certificate when it carries one at
+// /testdbd/tls (MariaDB 11.4 and later otherwise generate one at every
+// start, a second or two), writes the init file that creates
 // testdbd's admin account (from $TESTDBD_INIT_SQL, then unset), and execs
 // the server, which drops to ServerUser, with the arguments after the
 // script ($@).
@@ -98,13 +130,21 @@ if [ ` + useSeed + ` = 1 ] && [ -d /testdbd/seed ]; then
 else
   ` + initialize + `
 fi
-if [ -r /testdbd/tls/server-cert.pem ] && [ -r /testdbd/tls/server-key.pem ]; then
-  mkdir -p /tmp/testdbd-tls
-  cp /testdbd/tls/server-cert.pem /testdbd/tls/server-key.pem /tmp/testdbd-tls/
-  chown -R "$user" /tmp/testdbd-tls
-  chmod 0700 /tmp/testdbd-tls
-  set -- --ssl-cert=/tmp/testdbd-tls/server-cert.pem --ssl-key=/tmp/testdbd-tls/server-key.pem "$@"
+if [ -n "${` + TLSCertEnv + `:-}" ] && [ -n "${` + TLSKeyEnv + `:-}" ]; then
+  (umask 077; mkdir -p ` + TLSDir + `
+   printf '%s\n' "$` + TLSCertEnv + `" >` + TLSDir + `/server-cert.pem
+   printf '%s\n' "$` + TLSKeyEnv + `" >` + TLSDir + `/server-key.pem
+   printf '%s\n' "$` + TLSCAEnv + `" >` + TLSDir + `/ca.pem)
+  chown -R "$user" ` + TLSDir + `
+  set -- --ssl-cert=` + TLSDir + `/server-cert.pem --ssl-key=` + TLSDir + `/server-key.pem --ssl-ca=` + TLSDir + `/ca.pem "$@"
+elif [ -r /testdbd/tls/server-cert.pem ] && [ -r /testdbd/tls/server-key.pem ]; then
+  mkdir -p ` + TLSDir + `
+  cp /testdbd/tls/server-cert.pem /testdbd/tls/server-key.pem ` + TLSDir + `/
+  chown -R "$user" ` + TLSDir + `
+  chmod 0700 ` + TLSDir + `
+  set -- --ssl-cert=` + TLSDir + `/server-cert.pem --ssl-key=` + TLSDir + `/server-key.pem "$@"
 fi
+unset ` + TLSCertEnv + ` ` + TLSKeyEnv + ` ` + TLSCAEnv + `
 mkdir -p /run/testdbd
 chown "$user" /run/testdbd
 chmod 0700 /run/testdbd

@@ -20,7 +20,8 @@ func TestStartScriptSyntax(t *testing.T) {
 			if out, err := exec.Command("/bin/sh", "-n", "-c", script).CombinedOutput(); err != nil {
 				t.Errorf("%s seed=%v: %v: %s\n%s", flavor, seed, err, out, script)
 			}
-			for _, want := range []string{`"$@"`, "--init-file=", serverimage.Datadir, `--user="$user"`, "user=" + serverimage.ServerUser} {
+			for _, want := range []string{`"$@"`, "--init-file=", serverimage.Datadir, `--user="$user"`, "user=" + serverimage.ServerUser,
+				"--ssl-cert=" + serverimage.TLSDir, "unset " + serverimage.TLSCertEnv + " " + serverimage.TLSKeyEnv + " " + serverimage.TLSCAEnv} {
 				if !strings.Contains(script, want) {
 					t.Errorf("%s seed=%v: the script lacks %s:\n%s", flavor, seed, want, script)
 				}
@@ -37,8 +38,10 @@ func TestStartScriptSyntax(t *testing.T) {
 		!strings.Contains(s, "--innodb-undo-tablespaces=3") {
 		t.Errorf("MariaDB 10.11 script does not initialize with mariadb-install-db and its undo tablespaces:\n%s", s)
 	}
-	if out, err := exec.Command("/bin/sh", "-n", "-c", serverimage.VersionScript).CombinedOutput(); err != nil {
-		t.Errorf("version script: %v: %s", err, out)
+	for name, script := range map[string]string{"version": serverimage.VersionScript, "renew TLS": serverimage.RenewTLSScript} {
+		if out, err := exec.Command("/bin/sh", "-n", "-c", script).CombinedOutput(); err != nil {
+			t.Errorf("%s script: %v: %s", name, err, out)
+		}
 	}
 }
 

@@ -148,7 +148,8 @@ func ProcessUIDs(pid int) ([]int, error) {
 
 // CheckContainerHardening checks a server running in a container on this
 // host: its process runs as the image's mysql user, not root; the
-// hardening settings read back as asked; and CheckConfinement holds,
+// hardening settings read back as asked; its TLS key is the mysql user's
+// alone (checkContainerTLS); and CheckConfinement holds,
 // looking at the container's files through /proc/<pid>/root. It skips
 // without root (the container's processes and files are seen through
 // /proc) or when the server's process is not visible from here.
@@ -181,6 +182,7 @@ func CheckContainerHardening(t *testing.T, s *instance.Member) {
 			}
 		}
 	}
+	checkContainerTLS(t, s, info.PID, want, root)
 	host, port := s.ClientAddr()
 	CheckConfinement(t, s.DB, host, port, root)
 }

@@ -663,8 +663,11 @@ type ExternalBuild struct {
 	// go-sql-driver/mysql DSN (multiStatements on).
 	Dsn string `protobuf:"bytes,6,opt,name=dsn,proto3" json:"dsn,omitempty"`
 	// mysql://user:password@host:port/database
-	Url           string                 `protobuf:"bytes,7,opt,name=url,proto3" json:"url,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	Url       string                 `protobuf:"bytes,7,opt,name=url,proto3" json:"url,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The PEM certificate of the authority that signed the server's TLS
+	// certificate, as in Lease.ca_cert.
+	CaCert        string `protobuf:"bytes,9,opt,name=ca_cert,json=caCert,proto3" json:"ca_cert,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -753,6 +756,13 @@ func (x *ExternalBuild) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *ExternalBuild) GetCaCert() string {
+	if x != nil {
+		return x.CaCert
+	}
+	return ""
 }
 
 type FinishTemplateBuildRequest struct {
@@ -2318,8 +2328,17 @@ type Lease struct {
 	// Whether the lease's resets leave AUTO_INCREMENT where its tests moved
 	// it (AcquireLeaseRequest.keep_auto_increment).
 	KeepAutoIncrement bool `protobuf:"varint,22,opt,name=keep_auto_increment,json=keepAutoIncrement,proto3" json:"keep_auto_increment,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The PEM certificate of the authority that signed the server's TLS
+	// certificate, which covers host. To connect with TLS and verify the
+	// server, trust this certificate alone (go-sql-driver/mysql: a
+	// tls.Config with it in RootCAs, registered with RegisterTLSConfig;
+	// PyMySQL: ssl={"ca": file}; PDO: PDO::MYSQL_ATTR_SSL_CA). dsn and url
+	// ask for no TLS: plain connections work as well. Empty when the server
+	// offers no certificate clients can verify (a Kubernetes pod without a
+	// Service of its own).
+	CaCert        string `protobuf:"bytes,23,opt,name=ca_cert,json=caCert,proto3" json:"ca_cert,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Lease) Reset() {
@@ -2504,6 +2523,13 @@ func (x *Lease) GetKeepAutoIncrement() bool {
 		return x.KeepAutoIncrement
 	}
 	return false
+}
+
+func (x *Lease) GetCaCert() string {
+	if x != nil {
+		return x.CaCert
+	}
+	return ""
 }
 
 // ResetReport says what a reset did and how long each phase took.
@@ -3816,7 +3842,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"ttlSeconds\"}\n" +
 	"\x1aBeginTemplateBuildResponse\x12/\n" +
 	"\btemplate\x18\x01 \x01(\v2\x13.testdb.v1.TemplateR\btemplate\x12.\n" +
-	"\x05build\x18\x02 \x01(\v2\x18.testdb.v1.ExternalBuildR\x05build\"\xe2\x01\n" +
+	"\x05build\x18\x02 \x01(\v2\x18.testdb.v1.ExternalBuildR\x05build\"\xfb\x01\n" +
 	"\rExternalBuild\x12\x1a\n" +
 	"\bdatabase\x18\x01 \x01(\tR\bdatabase\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
@@ -3826,7 +3852,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x03dsn\x18\x06 \x01(\tR\x03dsn\x12\x10\n" +
 	"\x03url\x18\a \x01(\tR\x03url\x129\n" +
 	"\n" +
-	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"Z\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x17\n" +
+	"\aca_cert\x18\t \x01(\tR\x06caCert\"Z\n" +
 	"\x1aFinishTemplateBuildRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x14\n" +
@@ -3934,7 +3961,7 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\x13ReleaseLeaseRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\">\n" +
 	"\x14ReleaseLeaseResponse\x12&\n" +
-	"\x05lease\x18\x01 \x01(\v2\x10.testdb.v1.LeaseR\x05lease\"\xba\x05\n" +
+	"\x05lease\x18\x01 \x01(\v2\x10.testdb.v1.LeaseR\x05lease\"\xd3\x05\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\btemplate\x18\x02 \x01(\tR\btemplate\x12/\n" +
@@ -3962,7 +3989,8 @@ const file_testdb_v1_testdb_proto_rawDesc = "" +
 	"\rtemplate_hash\x18\x13 \x01(\tR\ftemplateHash\x12'\n" +
 	"\x0fmax_connections\x18\x14 \x01(\x05R\x0emaxConnections\x12!\n" +
 	"\fended_reason\x18\x15 \x01(\tR\vendedReason\x12.\n" +
-	"\x13keep_auto_increment\x18\x16 \x01(\bR\x11keepAutoIncrement\"\xe1\x04\n" +
+	"\x13keep_auto_increment\x18\x16 \x01(\bR\x11keepAutoIncrement\x12\x17\n" +
+	"\aca_cert\x18\x17 \x01(\tR\x06caCert\"\xe1\x04\n" +
 	"\vResetReport\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12/\n" +
 	"\bstrategy\x18\x02 \x01(\x0e2\x13.testdb.v1.StrategyR\bstrategy\x12B\n" +

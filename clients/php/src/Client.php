@@ -191,11 +191,68 @@ final class Client
         return $this->call('DELETE', '/v1/leases/' . rawurlencode($leaseId), null, $timeout);
     }
 
-    /** Opens a PDO connection (pdo_mysql) to a lease's database. */
-    public static function pdo(array $lease, array $options = []): \PDO
+    /**
+     * Opens a PDO connection (pdo_mysql) to a lease's database; with $tls,
+     * over TLS, verifying the server with the lease's CA certificate
+     * (tlsOptions).
+     */
+    public static function pdo(array $lease, array $options = [], bool $tls = false): \PDO
     {
+        if ($tls) {
+            $options += self::tlsOptions($lease);
+        }
         $dsn = sprintf('mysql:host=%s;port=%d;dbname=%s;charset=utf8mb4', $lease['host'], $lease['port'], $lease['database']);
         return new \PDO($dsn, $lease['user'], $lease['password'], $options + [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION]);
+    }
+
+    /**
+     * PDO options for a TLS connection to a lease's server that trusts the
+     * lease's CA certificate alone and verifies the server's certificate:
+     * PDO::MYSQL_ATTR_SSL_CA (caFile) and
+     * PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT.
+     */
+    public static function tlsOptions(array $lease): array
+    {
+        return [\PDO::MYSQL_ATTR_SSL_CA => self::caFile($lease), \PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT => true];
+    }
+
+    /** This process's directory of CA certificate files; null until made. */
+    private static ?string $caDir = null;
+
+    /**
+     * The path of a file holding the lease's ca_cert, the PEM certificate
+     * of the authority that signed its server's TLS certificate (for
+     * PDO::MYSQL_ATTR_SSL_CA, Laravel's MYSQL_ATTR_SSL_CA, the mariadb
+     * CLI's --ssl-ca). It lives in a directory of this process's own (mode
+     * 0700), removed when the process ends. Throws TestdbdException when
+     * the lease carries no CA certificate.
+     */
+    public static function caFile(array $lease): string
+    {
+        $pem = $lease['ca_cert'] ?? '';
+        if ($pem === '') {
+            throw new TestdbdException(sprintf('lease %s carries no CA certificate (ca_cert): its daemon predates TLS on its '
+                . 'servers, or the server offers no certificate clients can verify; connect without TLS', $lease['id'] ?? '?'));
+        }
+        if (self::$caDir === null) {
+            $dir = sys_get_temp_dir() . '/testdbd-ca-' . bin2hex(random_bytes(8));
+            if (!mkdir($dir, 0700)) {
+                throw new TestdbdException("cannot create $dir for the lease's CA certificate");
+            }
+            self::$caDir = $dir;
+            register_shutdown_function(static function () use ($dir): void {
+                array_map('unlink', glob($dir . '/*') ?: []);
+                @rmdir($dir);
+            });
+        }
+        $path = self::$caDir . '/' . substr(hash('sha256', $pem), 0, 16) . '.pem';
+        if (!is_file($path)) {
+            $tmp = $path . '.tmp';
+            if (file_put_contents($tmp, $pem) === false || !rename($tmp, $path)) {
+                throw new TestdbdException("cannot write the lease's CA certificate to $path");
+            }
+        }
+        return $path;
     }
 
     /**

@@ -134,4 +134,48 @@ final class ClientTest extends TestCase
         $this->expectException(\InvalidArgumentException::class);
         Client::strategy('fast');
     }
+
+    /**
+     * PDO with PDO::MYSQL_ATTR_SSL_CA (the lease's CA certificate) and
+     * PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT connects with TLS; trusting
+     * other authorities (the system's) it is refused, and connects when it
+     * does not verify, so the refusal is the verification's; Client::pdo
+     * without $tls stays a plain connection.
+     */
+    public function testTlsWithTheLeaseCa(): void
+    {
+        $c = new Client();
+        $tpl = $c->ensureTemplate(self::TEMPLATE, __DIR__ . '/migrations');
+        $lease = $c->acquire(self::TEMPLATE, 'phpunit-tls', 'snapshot', 60, 0, $tpl['hash']);
+        $cipher = static fn (\PDO $db): string => (string) $db->query("SHOW STATUS LIKE 'Ssl_cipher'")->fetch(\PDO::FETCH_NUM)[1];
+        $connect = static fn (string $ca, bool $verify = true): \PDO => new \PDO(
+            sprintf('mysql:host=%s;port=%d;dbname=%s', $lease['host'], $lease['port'], $lease['database']),
+            $lease['user'],
+            $lease['password'],
+            [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION, \PDO::MYSQL_ATTR_SSL_CA => $ca, \PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT => $verify],
+        );
+        try {
+            $this->assertStringStartsWith('-----BEGIN CERTIFICATE-----', $lease['ca_cert']);
+            $this->assertNotSame('', $cipher($connect(Client::caFile($lease))));
+            $this->assertNotSame('', $cipher(Client::pdo($lease, [], true)));
+            $this->assertSame('', $cipher(Client::pdo($lease)));
+
+            $others = openssl_get_cert_locations()['default_cert_file'];
+            if (!is_file($others)) {
+                $this->markTestIncomplete("no system CA bundle at $others (Debian package ca-certificates)");
+            }
+            // The same connection without verification succeeds: the
+            // refusal is the verification's (mysqlnd says no more than
+            // that TLS failed).
+            $this->assertNotSame('', $cipher($connect($others, false)));
+            try {
+                $connect($others);
+                $this->fail('a client trusting other authorities connected');
+            } catch (\PDOException $e) {
+                $this->assertStringContainsString('[2002] Cannot connect to MySQL using SSL', $e->getMessage());
+            }
+        } finally {
+            $c->release($lease['id']);
+        }
+    }
 }

@@ -7,11 +7,16 @@ TESTDBD_TOKEN. Every error the daemon answers is raised as TestdbdError
 with the daemon's own message, which says what went wrong and what to do.
 """
 
+import atexit
+import hashlib
 import http.client
 import json
 import os
 import pathlib
 import re
+import shutil
+import tempfile
+import threading
 import urllib.parse
 
 DEFAULT_ADDR = "127.0.0.1:8080"
@@ -86,11 +91,34 @@ class Lease(dict):
     password = property(lambda self: self["password"])
     database = property(lambda self: self["database"])
     url = property(lambda self: self["url"])
+    # The PEM certificate of the authority that signed the server's TLS
+    # certificate (None from a daemon before TLS on its servers, or for a
+    # server without a certificate clients can verify).
+    ca_cert = property(lambda self: self.get("ca_cert") or None)
 
-    def connect(self, **kwargs):
+    def connect(self, tls=False, **kwargs):
         """Opens a PyMySQL connection to the leased database; keyword
-        arguments go to pymysql.connect (autocommit=True, ...)."""
-        return connect(self, **kwargs)
+        arguments go to pymysql.connect (autocommit=True, ...). With
+        tls=True it connects with TLS and verifies the server (ssl=self.ssl())."""
+        return connect(self, tls=tls, **kwargs)
+
+    def ca_file(self):
+        """The path of a file holding ca_cert, for clients that want a
+        file (PyMySQL's ssl={"ca": ...}, mysqlclient's ssl_ca, the mariadb
+        CLI's --ssl-ca). It lives in a directory of this process's own,
+        removed when the process exits. Raises TestdbdError when the lease
+        carries no CA certificate."""
+        if not self.ca_cert:
+            raise TestdbdError(f"lease {self.get('id')} carries no CA certificate (ca_cert): its daemon predates TLS "
+                               "on its servers, or the server offers no certificate clients can verify; connect without TLS")
+        return _ca_file(self.ca_cert)
+
+    def ssl(self):
+        """PyMySQL's ssl argument for a TLS connection that trusts the
+        lease's CA certificate alone and checks that the server's
+        certificate names the lease's host: {"ca": ca_file(),
+        "check_hostname": True}."""
+        return {"ca": self.ca_file(), "check_hostname": True}
 
     def env(self):
         """The variables frameworks read, as `testdbd lease --format env`
@@ -105,11 +133,14 @@ class Lease(dict):
         }
 
 
-def connect(lease, **kwargs):
-    """Opens a PyMySQL connection to a lease's database. A reset ends the
-    lease's open connections: open new ones after it."""
+def connect(lease, tls=False, **kwargs):
+    """Opens a PyMySQL connection to a lease's database; with tls=True,
+    with TLS, verifying the server with the lease's CA certificate. A reset
+    ends the lease's open connections: open new ones after it."""
     import pymysql
 
+    if tls:
+        kwargs.setdefault("ssl", Lease(lease).ssl())
     kwargs.setdefault("charset", "utf8mb4")
     return pymysql.connect(host=lease["host"], port=int(lease["port"]), user=lease["user"],
                            password=lease["password"], database=lease["database"], **kwargs)
@@ -292,6 +323,29 @@ class Client:
             raise TestdbdError(f"{what}: the daemon at {self.addr} answered something that is not JSON: "
                                f"{raw[:200]!r}", None, resp.status)
         return _ints(payload)
+
+
+_ca_lock = threading.Lock()
+_ca_dir = None
+
+
+def _ca_file(pem):
+    """Writes a CA certificate into this process's private directory (mode
+    0700, made on first use, removed at exit), once per content, and
+    returns its path. A shared directory such as /tmp would let another
+    user plant a certificate of their own under the name."""
+    global _ca_dir
+    with _ca_lock:
+        if _ca_dir is None:
+            _ca_dir = tempfile.mkdtemp(prefix="testdbd-ca-")
+            atexit.register(shutil.rmtree, _ca_dir, True)
+        path = os.path.join(_ca_dir, hashlib.sha256(pem.encode()).hexdigest()[:16] + ".pem")
+        if not os.path.exists(path):
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write(pem)
+            os.replace(tmp, path)
+        return path
 
 
 def _quote(segment):

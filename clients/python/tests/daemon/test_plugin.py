@@ -45,6 +45,50 @@ def test_own_connections(testdbd_db, i):
         conn.close()
 
 
+def status(conn, name):
+    with conn.cursor() as cur:
+        cur.execute("SHOW STATUS LIKE %s", (name,))
+        return cur.fetchone()[1]
+
+
+def test_tls_verified_with_the_lease_ca(testdbd_db):
+    """PyMySQL with ssl={"ca": ...} and check_hostname connects with TLS,
+    verifying the server with the lease's CA certificate; the lease's
+    connect(tls=True) does the same, and connect() stays plain."""
+    import pymysql
+
+    conn = pymysql.connect(host=testdbd_db.host, port=int(testdbd_db.port), user=testdbd_db.user,
+                           password=testdbd_db.password, database=testdbd_db.database,
+                           ssl={"ca": testdbd_db.ca_file(), "check_hostname": True})
+    try:
+        assert status(conn, "Ssl_cipher")
+        assert scalar(conn, "SELECT COUNT(*) FROM accounts") == 2
+    finally:
+        conn.close()
+    for tls, want in ((True, True), (False, False)):
+        conn = testdbd_db.connect(tls=tls)
+        try:
+            assert bool(status(conn, "Ssl_cipher")) == want
+        finally:
+            conn.close()
+
+
+def test_tls_with_another_ca_is_refused(testdbd_db):
+    """Verification is real: trusting other authorities (the system's),
+    the client refuses the server's certificate."""
+    import ssl
+
+    import pymysql
+
+    others = ssl.get_default_verify_paths().openssl_cafile
+    if not os.path.exists(others):
+        pytest.skip(f"no system CA bundle at {others} (Debian package ca-certificates)")
+    with pytest.raises(pymysql.err.OperationalError, match="CERTIFICATE_VERIFY_FAILED"):
+        pymysql.connect(host=testdbd_db.host, port=int(testdbd_db.port), user=testdbd_db.user,
+                        password=testdbd_db.password, database=testdbd_db.database,
+                        ssl={"ca": others, "check_hostname": True})
+
+
 def test_lease_per_worker(testdbd_lease, testdbd_template):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     assert testdbd_lease["worker"] == f"pytest-{worker}"

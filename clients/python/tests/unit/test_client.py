@@ -1,6 +1,7 @@
 """testdbd.Client against a stub of the REST API: no daemon needed."""
 
 import json
+import os
 import threading
 import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -219,6 +220,19 @@ def test_lease_env():
     env = testdbd.Lease(LEASE).env()
     assert env["DB_PORT"] == "3306" and env["DB_READ_HOST"] == env["DB_WRITE_HOST"] == "127.0.0.1"
     assert env["DATABASE_URL"] == LEASE["url"] and env["TESTDBD_LEASE_ID"] == "l-1"
+
+
+def test_lease_tls_options():
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    lease = testdbd.Lease({**LEASE, "ca_cert": pem})
+    ssl = lease.ssl()
+    assert ssl["check_hostname"] is True
+    with open(ssl["ca"], encoding="ascii") as f:
+        assert f.read() == pem
+    assert lease.ca_file() == ssl["ca"]  # written once per content
+    assert oct(os.stat(os.path.dirname(ssl["ca"])).st_mode & 0o777) == "0o700"
+    with pytest.raises(testdbd.TestdbdError, match="carries no CA certificate"):
+        testdbd.Lease(LEASE).ssl()
 
 
 def test_worker_key(monkeypatch):
