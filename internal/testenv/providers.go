@@ -187,7 +187,14 @@ func majorMinor(v string) string {
 // ServerOf starts one server of provider p, stopped at the end of the test.
 func ServerOf(tb testing.TB, p Provider) *instance.Member {
 	tb.Helper()
-	f := instance.NewFleet(p.New(tb), instance.FleetConfig{MaxInstances: 1, Logger: Logger(tb)})
+	return startMember(tb, p.New(tb), instance.FleetConfig{MaxInstances: 1, Logger: Logger(tb)}, p.Name)
+}
+
+// startMember starts one server of prov in a fleet of cfg, stopped at the
+// end of the test; name says whose server in a failure.
+func startMember(tb testing.TB, prov testdbd.Provider, cfg instance.FleetConfig, name string) *instance.Member {
+	tb.Helper()
+	f := instance.NewFleet(prov, cfg)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -197,7 +204,7 @@ func ServerOf(tb testing.TB, p Provider) *instance.Member {
 	defer cancel()
 	s, err := f.Start(ctx)
 	if err != nil {
-		tb.Fatalf("start %s server: %v", p.Name, err)
+		tb.Fatalf("start %s server: %v", name, err)
 	}
 	return s
 }

@@ -93,19 +93,10 @@ func tlsVariables(db *sql.DB) (map[string]string, error) {
 // with the server's CA for the host leases carry, without a restart.
 func CheckTLSRenewal(t *testing.T, p testdbd.Provider) {
 	t.Helper()
-	f := instance.NewFleet(p, instance.FleetConfig{MaxInstances: 1, Logger: Logger(t),
-		TLSRenewBefore: 31 * 24 * time.Hour, TLSCheckEvery: 200 * time.Millisecond})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		_ = f.Close(ctx)
-	})
+	s := startMember(t, p, instance.FleetConfig{MaxInstances: 1, Logger: Logger(t),
+		TLSRenewBefore: 31 * 24 * time.Hour, TLSCheckEvery: 200 * time.Millisecond}, p.Name())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	s, err := f.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	user := "tls_" + random.Hex(4)
 	if _, err := s.DB.ExecContext(ctx, fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY 'x'", user)); err != nil {
 		t.Fatal(err)
