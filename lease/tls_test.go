@@ -68,6 +68,12 @@ func TestLeaseTLS(t *testing.T) {
 			e := newEnv(t, p, 1, lease.Config{PoolSize: 1})
 			e.ensure(t, "app", 1)
 			l := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
+			if l.CACert == "" && p.Kind == "kubernetes" {
+				// A pod without a Service is reached at its IP, known only
+				// once it runs, after its certificate would have had to
+				// be made (docs/security.md, "TLS to the servers").
+				t.Skip("the cell's pods have no Service, so no TLS certificate of testdbd's: their leases carry no CA")
+			}
 			if !strings.HasPrefix(l.CACert, "-----BEGIN CERTIFICATE-----") {
 				t.Fatalf("the lease carries no CA certificate: %q", l.CACert)
 			}
