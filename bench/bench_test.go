@@ -62,6 +62,9 @@ func TestQuickRun(t *testing.T) {
 		if rec.Name == enginesPhase.Name {
 			checkEngines(t, rec.Results)
 		}
+		if rec.Name == frameworksPhase.Name {
+			checkFrameworks(t, rec.Results)
+		}
 	}
 
 	// The report is a function of the raw samples alone.
@@ -121,8 +124,36 @@ func checkSamples(t *testing.T, phase string, raw json.RawMessage) {
 		}
 	}
 	walk(phase, v)
-	if series == 0 && phase != suitePhase.Name && phase != coldPhase.Name && phase != enginesPhase.Name {
+	if series == 0 && phase != suitePhase.Name && phase != coldPhase.Name && phase != enginesPhase.Name && phase != frameworksPhase.Name {
 		t.Errorf("phase %s: no sample series", phase)
+	}
+}
+
+// checkFrameworks: each framework's suite ran under testdbd with every
+// test passing, or was skipped saying why.
+func checkFrameworks(t *testing.T, raw json.RawMessage) {
+	t.Helper()
+	var r frameworksResults
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	for fw := range frameworkTools {
+		if why := r.Skipped[fw]; why != "" {
+			t.Logf("%s: %s", fw, why)
+			continue
+		}
+		ran := false
+		for _, run := range r.Runs {
+			if run.Variant == fw+"/testdbd" {
+				ran = true
+				if run.Tests == 0 || len(run.Failed) > 0 {
+					t.Errorf("%s under testdbd on %d processes: %d tests, failed %v", fw, run.Workers, run.Tests, run.Failed)
+				}
+			}
+		}
+		if !ran {
+			t.Errorf("%s: its suite did not run under testdbd, and no reason was given", fw)
+		}
 	}
 }
 
