@@ -119,7 +119,12 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	s.started = time.Now()
-	s.ctr, err = testcontainers.Run(ctx, p.cfg.Image,
+	// The create and start run to their end even when ctx ends: a create
+	// cancelled mid-way can still be carried out by the engine after any
+	// removal looked for it, and the container would be left behind. The
+	// caller's end is honoured right after, by removing the container.
+	runCtx, runCancel := context.WithTimeout(context.WithoutCancel(ctx), startupTimeout)
+	s.ctr, err = testcontainers.Run(runCtx, p.cfg.Image,
 		testcontainers.WithLogger(p.tclog),
 		testcontainers.WithName("testdbd-"+p.owner+"-"+id),
 		testcontainers.WithEntrypoint("/bin/sh", "-c", serverimage.StartScript(p.engine, !p.cfg.NoSeed), "testdbd-start"),
@@ -131,21 +136,19 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 		testcontainers.WithConfigModifier(func(c *container.Config) { c.User = "0:0" }),
 		networkMode("host"),
 	)
+	runCancel()
 	if s.ctr != nil {
 		s.containerID = s.ctr.GetContainerID()
 	}
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if err != nil {
-		_ = p.terminate(s.ctr)
-		if s.ctr == nil {
-			// A create the engine carried out after ctx ended leaves a
-			// container testcontainers returned no handle of.
-			_ = removeLabelled(context.WithoutCancel(ctx), p.cli, p.log, "removed a container whose start failed",
-				LabelOwner+"="+p.owner, LabelInstance+"="+id)
-		}
+		p.discard(ctx, s.ctr, id)
 		return nil, fmt.Errorf("run image %s: %w", p.cfg.Image, err)
 	}
 	if err := p.watch(s); err != nil {
-		_ = p.terminate(s.ctr)
+		p.discard(ctx, s.ctr, id)
 		return nil, err
 	}
 	defer func() {
@@ -168,6 +171,17 @@ func (p *Provider) launch(ctx context.Context, id string, opts testdbd.StartOpti
 	}
 	s.startup = time.Since(s.started)
 	return s, nil
+}
+
+// discard removes what a failed launch of instance id left: the container
+// testcontainers returned, if any, and any other container of the
+// instance. A create the engine carried out after ctx ended leaves a
+// container testcontainers returned no handle of, or one that answers a
+// removal with "no such container" while the engine still creates it.
+func (p *Provider) discard(ctx context.Context, ctr *testcontainers.DockerContainer, id string) {
+	_ = p.terminate(ctr)
+	_ = removeLabelled(context.WithoutCancel(ctx), p.cli, p.log, "removed a container whose start failed",
+		LabelOwner+"="+p.owner, LabelInstance+"="+id)
 }
 
 // waitReady pings the server over TCP as the admin account until it
