@@ -177,7 +177,11 @@ func runFrameworks(ctx context.Context, b *bench, p frameworksPlan, r *framework
 	if err != nil {
 		return err
 	}
-	d, err := b.startDaemon(ctx, "frameworks", mustStateDir(b))
+	state, err := b.newStateDir(false)
+	if err != nil {
+		return err
+	}
+	d, err := b.startDaemon(ctx, "frameworks", state)
 	if err != nil {
 		return err
 	}
@@ -237,14 +241,6 @@ func missingTools(framework string, tools []string) string {
 		}
 	}
 	return ""
-}
-
-func mustStateDir(b *bench) string {
-	dir, err := b.newStateDir(false)
-	if err != nil {
-		return b.tmp
-	}
-	return dir
 }
 
 // repoRoot is the repository's root directory (the root module's).
