@@ -154,11 +154,9 @@ func djangoPython() string {
 	return "python3"
 }
 
-func runFrameworks(ctx context.Context, b *bench, p frameworksPlan, r *frameworksResults) error {
-	root, err := repoRoot(ctx)
-	if err != nil {
-		return err
-	}
+// frameworkVariantsFor is the plan's variants whose framework's tools are
+// installed; the others are recorded in r.Skipped.
+func frameworkVariantsFor(b *bench, p frameworksPlan, r *frameworksResults) []frameworkVariant {
 	variants := slices.DeleteFunc(slices.Clone(frameworkVariants), func(v frameworkVariant) bool {
 		return len(p.Only) > 0 && !slices.Contains(p.Only, v.id)
 	})
@@ -169,7 +167,15 @@ func runFrameworks(ctx context.Context, b *bench, p frameworksPlan, r *framework
 			b.progress("frameworks: %s", why)
 		}
 	}
-	variants = slices.DeleteFunc(variants, func(v frameworkVariant) bool { return r.Skipped[v.framework] != "" })
+	return slices.DeleteFunc(variants, func(v frameworkVariant) bool { return r.Skipped[v.framework] != "" })
+}
+
+func runFrameworks(ctx context.Context, b *bench, p frameworksPlan, r *frameworksResults) error {
+	root, err := repoRoot(ctx)
+	if err != nil {
+		return err
+	}
+	variants := frameworkVariantsFor(b, p, r)
 	if len(variants) == 0 {
 		return nil
 	}
@@ -200,24 +206,39 @@ func runFrameworks(ctx context.Context, b *bench, p frameworksPlan, r *framework
 			return fmt.Errorf("%s server: %w", s.name, err)
 		}
 	}
-	type cell struct {
-		v       frameworkVariant
-		workers int
-	}
-	var cells []cell
+	return runFrameworkCells(ctx, b, p, r, root, frameworkCells(variants, p.Workers), func(v frameworkVariant) []string {
+		s := &suiteEnv{testdbd: pins[v.framework], server: tmpfs}
+		if v.server == "disk" {
+			s.server = disk
+		}
+		return append(exampleEnv(b, root, v.framework), v.env(s)...)
+	})
+}
+
+// frameworkCell is one variant's suite on a number of worker processes.
+type frameworkCell struct {
+	v       frameworkVariant
+	workers int
+}
+
+func frameworkCells(variants []frameworkVariant, workers []int) []frameworkCell {
+	var cells []frameworkCell
 	for _, v := range variants {
-		for _, w := range p.Workers {
-			cells = append(cells, cell{v, w})
+		for _, w := range workers {
+			cells = append(cells, frameworkCell{v, w})
 		}
 	}
+	return cells
+}
+
+// runFrameworkCells runs every cell p.Reps times, in an order that changes
+// from one repetition to the next; root is the repository's root and env
+// gives a variant's environment.
+func runFrameworkCells(ctx context.Context, b *bench, p frameworksPlan, r *frameworksResults,
+	root string, cells []frameworkCell, env func(frameworkVariant) []string) error {
 	for rep := range p.Reps {
 		for _, c := range batchOrder(cells, rep) {
-			s := &suiteEnv{testdbd: pins[c.v.framework], server: tmpfs}
-			if c.v.server == "disk" {
-				s.server = disk
-			}
-			env := append(exampleEnv(b, root, c.v.framework), c.v.env(s)...)
-			run, out, err := runExampleSuite(ctx, filepath.Join(root, "examples", c.v.framework), env, c.v.cmd(c.workers))
+			run, out, err := runExampleSuite(ctx, filepath.Join(root, "examples", c.v.framework), env(c.v), c.v.cmd(c.workers))
 			if err != nil {
 				return fmt.Errorf("%s on %d workers: %w\n%s", c.v.id, c.workers, err, tailLines(out, 30))
 			}
