@@ -27,6 +27,10 @@ func BreakXA(broken bool) { brokenXA = broken }
 // one-second resolution is ignored.
 func BreakUpdateTime(broken bool) { brokenUpdateTime = broken }
 
+// BreakFulltext makes resets on MySQL leave a FULLTEXT table alone whatever
+// its row count.
+func BreakFulltext(broken bool) { brokenFulltext = broken }
+
 // UncommittedTables is how many tables resets have found rolled back by
 // their UPDATE_TIME so far (see uncommitted).
 func UncommittedTables() int64 { return uncommittedTables.Load() }

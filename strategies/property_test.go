@@ -27,7 +27,7 @@ var (
 		"random workloads per strategy in TestPropertyResetEqualsTemplate (make property runs 2500)")
 	propertySeed  = flag.Uint64("property.seed", 0, "seed of the random workloads; 0 picks one (printed)")
 	propertyBreak = flag.String("property.break", "",
-		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it; "delta" restores big tables by deleting the rows above the template's keys whenever their row count went up; "updatetime" trusts an UPDATE_TIME in the baseline's own second or the one before; "xa" leaves the XA transactions a workload left prepared alone; "rowkeys" leaves one changed row of every table out of delta restores by the binary log`)
+		`break the detector on purpose to show the test catches it: "cascades" ignores tables the workload did not write directly (cascades, triggers); "schema" makes resets that watch the database's directory blind to it; "delta" restores big tables by deleting the rows above the template's keys whenever their row count went up; "updatetime" trusts an UPDATE_TIME in the baseline's own second or the one before; "xa" leaves the XA transactions a workload left prepared alone; "fulltext" leaves a FULLTEXT table alone on MySQL whatever its row count; "rowkeys" leaves one changed row of every table out of delta restores by the binary log`)
 )
 
 // workloads returns the count a flag asks for; in the quick tier (go test
@@ -130,6 +130,8 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, workloads int, m
 						strategies.BreakUpdateTime(true)
 					case "xa":
 						strategies.BreakXA(true)
+					case "fulltext":
+						strategies.BreakFulltext(true)
 					}
 					before := strategies.UncommittedTables()
 					rep, base, err := strategies.Reset(context.Background(), *tg)
@@ -140,6 +142,7 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, workloads int, m
 					strategies.BreakRowKeys(false)
 					strategies.BreakUpdateTime(false)
 					strategies.BreakXA(false)
+					strategies.BreakFulltext(false)
 					if err != nil {
 						t.Fatalf("seed %d workload %d: reset: %v\nworkload:\n%s", seed, i, err, w.log.String())
 					}

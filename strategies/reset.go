@@ -109,9 +109,10 @@ func statDir(dir string) (DirStamp, error) {
 type TableState struct {
 	ID       int64 // MariaDB: InnoDB table id, which changes on TRUNCATE and table rebuilds
 	Modified int64 // MariaDB: MODIFIED_COUNTER: rows written, rolled back or cascaded
-	// Rows is, on MariaDB, InnoDB's running row count (NUM_ROWS): one up
-	// for each row inserted, one down for each row deleted (see
-	// appendedRows). 0 until the table's statistics are loaded.
+	// Rows is InnoDB's running row count (MariaDB: NUM_ROWS; MySQL:
+	// TABLE_ROWS): one up for each row inserted, one down for each row
+	// deleted (see appendedRows, fulltextUntouched). 0 until the table's
+	// statistics are loaded.
 	Rows    int64
 	Updated int64 // MySQL: UPDATE_TIME in seconds (0: NULL, no write since the table was loaded)
 	AutoInc int64 // next AUTO_INCREMENT value (0: none, or none yet on MySQL)
@@ -222,8 +223,12 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 	}
 	rs.deltaOK, rs.deltaWhy = deltaKeys(rs.t.Schema, rs.delta)
 	changed, unsure := rs.candidates(obs)
-	forced := rs.alwaysRestored()
-	changed, unsure = without(changed, forced), without(unsure, forced)
+	forced := rs.alwaysRestored(obs)
+	// FULLTEXT tables on MySQL are restored when forced, left alone
+	// otherwise, whatever else detection read: UPDATE_TIME's second says
+	// nothing the log does not.
+	fulltext := rs.fulltextTables()
+	changed, unsure = without(changed, fulltext), without(unsure, fulltext)
 	drifted := rs.drifted(obs, changed, unsure, forced)
 	phase = time.Now()
 	if rs.t.Strategy == testdbd.StrategyRollback {

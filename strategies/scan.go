@@ -174,7 +174,8 @@ func readRoutineDigests(ctx context.Context, q queryer, dbs map[string]bool) (ma
 // names come filename-encoded ("my@002dtable") and are decoded here.
 // Partitions ("t#P#p0") add up to their table.
 //
-// MySQL: information_schema.TABLES (UPDATE_TIME, AUTO_INCREMENT), read
+// MySQL: information_schema.TABLES (UPDATE_TIME, AUTO_INCREMENT, and
+// TABLE_ROWS: InnoDB's running row count, see fulltextUntouched), read
 // fresh (information_schema_stats_expiry is 0 on testdbd's servers). Its
 // INNODB_TABLESTATS is no substitute: MODIFIED_COUNTER drops to 0 whenever
 // the table's last handle closes, partitioned tables are missing from it,
@@ -185,7 +186,8 @@ func readRoutineDigests(ctx context.Context, q queryer, dbs map[string]bool) (ma
 func readTableStates(ctx context.Context, q queryer, flavor testdbd.Flavor, dbs map[string]bool) (map[string]map[string]TableState, int64, error) {
 	var query string
 	if flavor == testdbd.MySQL {
-		query = "SELECT TABLE_SCHEMA, TABLE_NAME, 0, 0, 0, COALESCE(UNIX_TIMESTAMP(UPDATE_TIME), 0), COALESCE(AUTO_INCREMENT, 0), UNIX_TIMESTAMP() " +
+		query = "SELECT TABLE_SCHEMA, TABLE_NAME, 0, 0, COALESCE(TABLE_ROWS, 0), COALESCE(UNIX_TIMESTAMP(UPDATE_TIME), 0), " +
+			"COALESCE(AUTO_INCREMENT, 0), UNIX_TIMESTAMP() " +
 			"FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA IN (" + inList(dbs) + ")"
 	} else {
 		var like []string
