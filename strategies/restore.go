@@ -72,19 +72,7 @@ func (rs *resetter) recountFulltext(ctx context.Context, base *Baseline, restore
 			ft = append(ft, tbl)
 		}
 	}
-	if len(ft) == 0 {
-		return nil
-	}
-	tables, _, err := readTableStates(ctx, rs.conn, rs.t.Flavor, map[string]bool{rs.t.Database: true})
-	if err != nil {
-		return fmt.Errorf("read counters after the restore: %w", err)
-	}
-	for _, tbl := range ft {
-		if st, ok := tables[rs.t.Database][tbl.Name]; ok {
-			base.Tables[tbl.Name] = st
-		}
-	}
-	return nil
+	return rs.reread(ctx, base, ft)
 }
 
 // recount reads again, after a restore, the counters of the big tables it
@@ -105,12 +93,20 @@ func (rs *resetter) recount(ctx context.Context, base *Baseline, restored []*sch
 	if _, err := rs.conn.ExecContext(ctx, schema.OpenSQL(rs.t.Database, big)); err != nil {
 		return fmt.Errorf("open the restored tables: %w", err)
 	}
-	tables, _, err := readTableStates(ctx, rs.conn, rs.t.Flavor, map[string]bool{rs.t.Database: true})
+	return rs.reread(ctx, base, big)
+}
+
+// reread reads the states of tables again into base.
+func (rs *resetter) reread(ctx context.Context, base *Baseline, tables []*schema.Table) error {
+	if len(tables) == 0 {
+		return nil
+	}
+	states, _, err := readTableStates(ctx, rs.conn, rs.t.Flavor, map[string]bool{rs.t.Database: true})
 	if err != nil {
 		return fmt.Errorf("read counters after the restore: %w", err)
 	}
-	for _, tbl := range big {
-		if st, ok := tables[rs.t.Database][tbl.Name]; ok {
+	for _, tbl := range tables {
+		if st, ok := states[rs.t.Database][tbl.Name]; ok {
 			base.Tables[tbl.Name] = st
 		}
 	}
