@@ -39,3 +39,7 @@ func UncommittedTables() int64 { return uncommittedTables.Load() }
 // of every table's (false restores it), to prove that the property test
 // fails when a row the test changed is not put back.
 func BreakRowKeys(broken bool) { brokenRowKeys = broken }
+
+// AfterRestore sets what runs between a restore and the reading of the
+// restored tables' states (nil: nothing).
+func AfterRestore(fn func()) { afterRestore = fn }

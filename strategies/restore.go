@@ -48,6 +48,9 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	// Renaming a table for its statistics resets its counters: treat it as
 	// restored.
 	base := rs.baselineAfter(slices.Concat(restore, rewind, restated))
+	if afterRestore != nil {
+		afterRestore()
+	}
 	if err := rs.recountFulltext(ctx, base, slices.Concat(restore, rewind, restated)); err != nil {
 		return nil, err
 	}
@@ -57,11 +60,19 @@ func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*sch
 	return base, rs.recount(ctx, base, slices.Concat(restore, rewind))
 }
 
+// afterRestore, set only by tests, runs between a restore and the reading
+// of the restored tables' states, as a session of the lease that did not
+// wait for the reset would.
+var afterRestore func()
+
 // recountFulltext reads again, after a restore on MySQL with the binary
 // log stream followed, the state of the FULLTEXT tables it restored, so
 // that the next reset can leave them alone if nothing reaches them (see
 // fulltextUntouched). A write committed in between is in the stream after
-// what this reset took, so the next reset sees it.
+// what this reset took, so the next reset sees it; one rolled back is not,
+// and the lease's sessions may have started again: a table's state is
+// taken only where its row count is the template's, the others are left
+// unknown (restored by the next reset).
 func (rs *resetter) recountFulltext(ctx context.Context, base *Baseline, restored []*schema.Table) error {
 	if rs.t.Rows == nil {
 		return nil
@@ -72,7 +83,7 @@ func (rs *resetter) recountFulltext(ctx context.Context, base *Baseline, restore
 			ft = append(ft, tbl)
 		}
 	}
-	return rs.reread(ctx, base, ft)
+	return rs.reread(ctx, base, ft, true)
 }
 
 // recount reads again, after a restore, the counters of the big tables it
@@ -93,20 +104,29 @@ func (rs *resetter) recount(ctx context.Context, base *Baseline, restored []*sch
 	if _, err := rs.conn.ExecContext(ctx, schema.OpenSQL(rs.t.Database, big)); err != nil {
 		return fmt.Errorf("open the restored tables: %w", err)
 	}
-	return rs.reread(ctx, base, big)
+	return rs.reread(ctx, base, big, false)
 }
 
-// reread reads the states of tables again into base.
-func (rs *resetter) reread(ctx context.Context, base *Baseline, tables []*schema.Table) error {
+// reread reads the states of tables again into base; with asTemplate, only
+// those whose row count is the template table's.
+func (rs *resetter) reread(ctx context.Context, base *Baseline, tables []*schema.Table, asTemplate bool) error {
 	if len(tables) == 0 {
 		return nil
 	}
-	states, _, err := readTableStates(ctx, rs.conn, rs.t.Flavor, map[string]bool{rs.t.Database: true})
+	dbs := map[string]bool{rs.t.Database: true}
+	if asTemplate {
+		dbs[rs.t.Schema.Database] = true
+	}
+	states, _, err := readTableStates(ctx, rs.conn, rs.t.Flavor, dbs)
 	if err != nil {
 		return fmt.Errorf("read counters after the restore: %w", err)
 	}
 	for _, tbl := range tables {
-		if st, ok := states[rs.t.Database][tbl.Name]; ok {
+		st, ok := states[rs.t.Database][tbl.Name]
+		if tpl, same := states[rs.t.Schema.Database][tbl.Name]; asTemplate && (!same || tpl.Rows != st.Rows) {
+			continue
+		}
+		if ok {
 			base.Tables[tbl.Name] = st
 		}
 	}
