@@ -282,8 +282,8 @@ func (rs *resetter) fulltextTables() []*schema.Table {
 // alwaysRestored returns the tables this reset restores whatever the rest
 // of detection read: the FULLTEXT tables on MySQL (see fulltextTables),
 // but those left alone that the binary log stream vouches no committed
-// write reached and whose row count and AUTO_INCREMENT are as the last
-// reset left them (see fulltextUntouched). obs is nil where there is no
+// write reached and whose row count, AUTO_INCREMENT and UPDATE_TIME are
+// as the last reset left them (see fulltextUntouched). obs is nil where there is no
 // detection to go by.
 func (rs *resetter) alwaysRestored(obs *observation) []*schema.Table {
 	var out []*schema.Table

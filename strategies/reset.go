@@ -225,8 +225,7 @@ func (rs *resetter) run(ctx context.Context) (_ *Baseline, err error) {
 	changed, unsure := rs.candidates(obs)
 	forced := rs.alwaysRestored(obs)
 	// FULLTEXT tables on MySQL are restored when forced, left alone
-	// otherwise, whatever else detection read: UPDATE_TIME's second says
-	// nothing the log does not.
+	// otherwise: fulltextUntouched read the same states, and the log.
 	fulltext := rs.fulltextTables()
 	changed, unsure = without(changed, fulltext), without(unsure, fulltext)
 	drifted := rs.drifted(obs, changed, unsure, forced)
