@@ -286,13 +286,14 @@ func (rs *resetter) fulltextTables() []*schema.Table {
 // as the last reset left them (see fulltextUntouched). obs is nil where there is no
 // detection to go by.
 func (rs *resetter) alwaysRestored(obs *observation) []*schema.Table {
+	fulltext := rs.fulltextTables()
+	if obs == nil || len(fulltext) == 0 {
+		return fulltext
+	}
 	var out []*schema.Table
-	var cascaded map[string]string
-	for _, tbl := range rs.fulltextTables() {
-		if obs != nil && cascaded == nil {
-			cascaded = cascadedFrom(rs.t.Schema, rs.delta)
-		}
-		if obs == nil || !rs.fulltextUntouched(tbl, obs, cascaded) {
+	cascaded := cascadedFrom(rs.t.Schema, rs.delta)
+	for _, tbl := range fulltext {
+		if !rs.fulltextUntouched(tbl, obs, cascaded) {
 			out = append(out, tbl)
 		}
 	}

@@ -77,12 +77,7 @@ func (rs *resetter) recountFulltext(ctx context.Context, base *Baseline, restore
 	if rs.t.Rows == nil {
 		return nil
 	}
-	var ft []*schema.Table
-	for _, tbl := range restored {
-		if slices.Contains(rs.fulltextTables(), tbl) && !slices.Contains(ft, tbl) {
-			ft = append(ft, tbl)
-		}
-	}
+	ft := slices.DeleteFunc(rs.fulltextTables(), func(tbl *schema.Table) bool { return !slices.Contains(restored, tbl) })
 	return rs.reread(ctx, base, ft, true)
 }
 
