@@ -43,3 +43,7 @@ func BreakRowKeys(broken bool) { brokenRowKeys = broken }
 // AfterRestore sets what runs between a restore and the reading of the
 // restored tables' states (nil: nothing).
 func AfterRestore(fn func()) { afterRestore = fn }
+
+// LowerSampling is c.lowerSampling, a restore's leave to lower the
+// server's statistics sampling.
+func LowerSampling(c *DDLCounter) (release func(), ok bool) { return c.lowerSampling() }

@@ -37,6 +37,10 @@ type restoreInput struct {
 	// statsTouched are the tables whose optimizer statistics are no longer
 	// the template's (observation.statsTouched).
 	statsTouched map[string]bool
+	// lowSampling lets the restore lower the server's statistics sampling
+	// around the big tables' ALTERs (DDLCounter.lowerSampling); only
+	// MariaDB's recompute statistics (see settled), so only there.
+	lowSampling bool
 }
 
 // emptying is how a restored table is emptied before the template's rows
@@ -84,6 +88,10 @@ type restorePlan struct {
 	// settle are the tables whose statistics the server recomputes when
 	// their AUTO_INCREMENT is set, checked afterwards (settleStats).
 	settle []*schema.Table
+	// lowered are the big tables whose AUTO_INCREMENT is set at the lowest
+	// statistics sampling, after the other tables' (see lowSampling):
+	// their recomputed statistics are thrown away, and they are in stats.
+	lowered map[string]bool
 }
 
 // planRestore decides how in.restore and in.rewind are brought back to the
@@ -97,6 +105,10 @@ func planRestore(in restoreInput) restorePlan {
 		p.tables = append(p.tables, in.tableRestore(tbl))
 	}
 	restats := in.restats()
+	p.lowered = in.lowered(in.settled(restats))
+	for name := range p.lowered {
+		restats[name] = true
+	}
 	for _, tbl := range in.schema.Tables {
 		if restats[tbl.Name] {
 			p.stats = append(p.stats, tbl)
@@ -105,6 +117,28 @@ func planRestore(in restoreInput) restorePlan {
 	p.settle = in.settled(restats)
 	p.triggers = in.schema.TriggersOf(in.triggered(restats))
 	return p
+}
+
+// lowered returns the big tables (BigTableRows) among settled whose
+// AUTO_INCREMENT the restore sets at the lowest statistics sampling, when
+// it may lower it. The statistics MariaDB then recomputes for them cost
+// little and are worth nothing, so theirs go back to the template's
+// without a comparison; at the server's sampling, a big table's would as
+// a rule differ from the template's anyway (they are sampled from its
+// pages, which a restore lays out anew). Smaller tables keep the server's
+// sampling, which reads every page of a table of few pages, so that their
+// recomputed statistics come out as the template's.
+func (in *restoreInput) lowered(settled []*schema.Table) map[string]bool {
+	if !in.lowSampling {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, tbl := range settled {
+		if tbl.Rows >= BigTableRows {
+			out[tbl.Name] = true
+		}
+	}
+	return out
 }
 
 // tableRestore is how tbl, one of in.restore, is restored.
@@ -227,10 +261,27 @@ func (p *restorePlan) batches() (restore, stats batch, err error) {
 	for _, r := range p.tables {
 		restore.ddl += p.writeTable(&b, r)
 	}
+	var lowered []*schema.Table
 	for _, tbl := range p.rewind {
+		if p.lowered[tbl.Name] {
+			lowered = append(lowered, tbl)
+			continue
+		}
 		fmt.Fprintf(&b, "ALTER TABLE %s.%s AUTO_INCREMENT = %d;\n", db, schema.Quote(tbl.Name), tbl.AutoIncrement)
 	}
 	restore.ddl += len(p.rewind)
+	for _, r := range p.tables {
+		if r.autoInc && p.lowered[r.table.Name] {
+			lowered = append(lowered, r.table)
+		}
+	}
+	if len(lowered) > 0 {
+		b.WriteString(lowSampling + ";\n")
+		for _, tbl := range lowered {
+			fmt.Fprintf(&b, "ALTER TABLE %s.%s AUTO_INCREMENT = %d;\n", db, schema.Quote(tbl.Name), tbl.AutoIncrement)
+		}
+		b.WriteString(defaultSampling + ";\n")
+	}
 	var tail strings.Builder
 	last, lastDDL := &b, &restore.ddl
 	if len(p.stats) > 0 {
@@ -281,7 +332,9 @@ func (p *restorePlan) writeTable(b *strings.Builder, r tableRestore) int {
 		b.WriteString(";\n")
 	}
 	if r.autoInc {
-		fmt.Fprintf(b, "ALTER TABLE %s AUTO_INCREMENT = %d;\n", name, r.table.AutoIncrement)
+		if !p.lowered[r.table.Name] { // those come after the others (see batches)
+			fmt.Fprintf(b, "ALTER TABLE %s AUTO_INCREMENT = %d;\n", name, r.table.AutoIncrement)
+		}
 		ddl++
 	}
 	return ddl

@@ -138,6 +138,7 @@ func TestPlanRestore(t *testing.T) {
 		how           testdbd.Strategy
 		flavor        testdbd.Flavor
 		keep          bool
+		low           bool // restoreInput.lowSampling
 		restore       []string
 		rewind        []string
 		appended      []string
@@ -238,6 +239,34 @@ func TestPlanRestore(t *testing.T) {
 		sql: planCopySession + "DELETE FROM `w`.`big` WHERE `id` >= 5001;\nALTER TABLE `w`.`big` AUTO_INCREMENT = 5001;\n" +
 			planResetSession,
 		ddl: 1, reset: tbls("big"), deltas: tbls("big"),
+	}, {
+		name: "at lowered sampling, a big table's counter is set after the others' and its statistics go back", how: testdbd.StrategySnapshot,
+		flavor: testdbd.MariaDB, low: true, restore: tbls("big", "seeded"), read: counters{"big": 5003, "seeded": 5},
+		keys: map[string][]string{"big": {"7", "5001", "5002"}, "seeded": {"4"}},
+		want: planSummary{Delta: tbls("big", "seeded"), Copy: tbls("big", "seeded"), AutoInc: tbls("big", "seeded"),
+			Stats: tbls("big"), Settle: tbls("seeded")},
+		sql: planCopySession + "DELETE FROM `w`.`big` WHERE `id` IN (7, 5001, 5002);\n" +
+			"INSERT INTO `w`.`big` (`id`,`v`) SELECT `id`,`v` FROM `tpl`.`big` WHERE `id` IN (7, 5001, 5002);\n" +
+			"DELETE FROM `w`.`seeded` WHERE `id` IN (4);\n" +
+			"INSERT INTO `w`.`seeded` (`id`,`v`) SELECT `id`,`v` FROM `tpl`.`seeded` WHERE `id` IN (4);\n" +
+			"ALTER TABLE `w`.`seeded` AUTO_INCREMENT = 4;\n" +
+			"SET GLOBAL innodb_stats_persistent_sample_pages = 1;\nALTER TABLE `w`.`big` AUTO_INCREMENT = 5001;\n" +
+			"SET GLOBAL innodb_stats_persistent_sample_pages = DEFAULT;\n" + planResetSession,
+		ddl: 2, stats: planStats(tbls("big"), tbls("big"), ""), statsDDL: 1,
+		reset: tbls("big", "seeded"), deltas: tbls("big", "seeded"),
+	}, {
+		name: "at lowered sampling, a big table rewound: the same", how: testdbd.StrategySnapshot, flavor: testdbd.MariaDB, low: true,
+		rewind: tbls("big"), read: counters{"big": 5003},
+		want: planSummary{Rewind: tbls("big"), Stats: tbls("big")},
+		sql: planCopySession + "SET GLOBAL innodb_stats_persistent_sample_pages = 1;\nALTER TABLE `w`.`big` AUTO_INCREMENT = 5001;\n" +
+			"SET GLOBAL innodb_stats_persistent_sample_pages = DEFAULT;\n" + planResetSession,
+		ddl: 1, stats: planStats(tbls("big"), tbls("big"), ""), statsDDL: 1, reset: tbls("big"),
+	}, {
+		name: "MySQL keeps the statistics: nothing lowered", how: testdbd.StrategySnapshot, flavor: testdbd.MySQL, low: true,
+		rewind: tbls("big"), read: counters{"big": 5003},
+		want: planSummary{Rewind: tbls("big")},
+		sql:  planCopySession + "ALTER TABLE `w`.`big` AUTO_INCREMENT = 5001;\n" + planResetSession,
+		ddl:  1, reset: tbls("big"),
 	}, {
 		name: "snapshot truncates a FULLTEXT table", how: testdbd.StrategySnapshot, flavor: testdbd.MySQL,
 		restore: tbls("docs"),
@@ -342,7 +371,7 @@ func TestPlanRestore(t *testing.T) {
 			}
 			p := planRestore(restoreInput{schema: tpl, database: "w", owner: "owner1", flavor: c.flavor, how: c.how,
 				keepAutoIncrement: c.keep, restore: tables(c.restore), rewind: tables(c.rewind), appended: set(c.appended),
-				states: states, statsTouched: set(c.touched), delta: c.keys})
+				states: states, statsTouched: set(c.touched), delta: c.keys, lowSampling: c.low})
 			if got := summarize(p); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("plan:\n got %+v\nwant %+v", got, c.want)
 			}

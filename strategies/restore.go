@@ -22,16 +22,30 @@ const BigTableRows = schema.BigTableRows
 // do not fire (see planRestore), and ends with the new baseline.
 func (rs *resetter) restoreAndRewind(ctx context.Context, restore, rewind []*schema.Table, obs *observation, how testdbd.Strategy) (*Baseline, error) {
 	phase := time.Now()
-	p := planRestore(restoreInput{schema: rs.t.Schema, database: rs.t.Database, owner: rs.t.Owner, flavor: rs.t.Flavor,
+	in := restoreInput{schema: rs.t.Schema, database: rs.t.Database, owner: rs.t.Owner, flavor: rs.t.Flavor,
 		how: how, keepAutoIncrement: rs.t.KeepAutoIncrement, restore: restore, rewind: rewind, appended: rs.appended, delta: rs.deltaOK,
-		states: obs.tables, statsTouched: obs.statsTouched})
+		states: obs.tables, statsTouched: obs.statsTouched, lowSampling: true}
+	p := planRestore(in)
+	release := func() {}
+	if len(p.lowered) > 0 {
+		var ok bool
+		if release, ok = rs.t.DDL.lowerSampling(); !ok {
+			release, in.lowSampling = func() {}, false
+			p = planRestore(in)
+		}
+	}
 	p.report(rs.r)
 	rs.r.DeltaFallback = rs.deltaFallback(restore)
 	restoreSQL, statsSQL, err := p.batches()
 	if err != nil {
+		release()
 		return nil, err
 	}
 	err = rs.t.DDL.Exec(ctx, rs.conn, restoreSQL.ddl, restoreSQL.sql)
+	if err != nil && len(p.lowered) > 0 {
+		restoreSampling(rs.t.DB)
+	}
+	release()
 	if err == nil && statsSQL.sql != "" {
 		err = rs.execRetrying(ctx, statsSQL.ddl, statsSQL.sql)
 	}

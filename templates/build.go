@@ -285,13 +285,17 @@ func settle(ctx context.Context, inst *instance.Member, ddl *strategies.DDLCount
 			return fmt.Errorf("rebuild %s: %w", t, err)
 		}
 	}
-	for start := 0; start < len(tables); start += 100 {
-		chunk := tables[start:min(start+100, len(tables))]
-		if err := ddl.Exec(ctx, inst.DB, 1, "ANALYZE TABLE "+strings.Join(chunk, ", ")); err != nil {
-			return fmt.Errorf("analyze the template's tables: %w", err)
+	// At the server's statistics sampling: resets lower it for a moment
+	// (strategies.DDLCounter.FullSampling).
+	return ddl.FullSampling(ctx, inst.DB, func() error {
+		for start := 0; start < len(tables); start += 100 {
+			chunk := tables[start:min(start+100, len(tables))]
+			if err := ddl.Exec(ctx, inst.DB, 1, "ANALYZE TABLE "+strings.Join(chunk, ", ")); err != nil {
+				return fmt.Errorf("analyze the template's tables: %w", err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // BeginExternal creates database on inst for a build by the caller's own
