@@ -44,19 +44,19 @@ test: deps lint check-generated
 ## first run builds it, 10-20 min; K8S=0 leaves it out: its tests then
 ## skip), the dashboard in Chromium, the Python and PHP packages, the
 ## examples, the Go SDK's tests and the benchmark's quick run (client/ and
-## bench/ are modules of their own, which ./... does not include)
+## bench/ are modules of their own, which ./... does not include; they run
+## beside the root module's tests: scripts/test-all.sh)
 .PHONY: test-all
 test-all: deps deps-examples deps-browser lint check-generated cross images image-testdbd
-	@K8S=$(K8S) IMAGE=$(IMAGE) TESTDBD_REQUIRE_NATIVE=1 scripts/k8s/with-cluster.sh $(GO) test -race -count=1 -timeout 80m ./...
-	cd client && $(GO) test -race -count=1 -timeout 30m ./...
-	cd bench && $(GO) test -race -count=1 -timeout 20m ./...
+	@GO=$(GO) K8S=$(K8S) IMAGE=$(IMAGE) scripts/test-all.sh
 
-## cross: the daemon and CLI build for Linux and macOS on amd64 and arm64
-## (the native provider is Linux-only; on macOS the daemon runs --provider docker)
+## cross: the daemon and CLI build for Linux and macOS on amd64 and arm64,
+## and every package of this module for macOS (the native provider is
+## Linux-only; on macOS the daemon runs --provider docker)
 .PHONY: cross
 cross:
 	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/testdbd
-	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/testdbd
+	GOOS=darwin GOARCH=arm64 $(GO) build ./...
 	GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/testdbd
 
 build:

@@ -231,16 +231,34 @@ func newLogBuffer(t *testing.T) (*logBuffer, *slog.Logger) {
 
 // entries returns the log's entries with message msg.
 func (l *logBuffer) entries(msg string) []map[string]any {
+	return l.where(func(e map[string]any) bool { return e["msg"] == msg })
+}
+
+// where returns the log's entries that keep says to.
+func (l *logBuffer) where(keep func(map[string]any) bool) []map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []map[string]any
 	for _, line := range strings.Split(l.b.String(), "\n") {
 		var e map[string]any
-		if json.Unmarshal([]byte(line), &e) == nil && e["msg"] == msg {
+		if json.Unmarshal([]byte(line), &e) == nil && keep(e) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// failureLog logs the warnings and errors the log holds when t fails: what
+// the daemon saw that the test cannot.
+func (l *logBuffer) failureLog(t *testing.T) {
+	t.Cleanup(func() {
+		if !t.Failed() || testing.Verbose() {
+			return
+		}
+		for _, e := range l.where(func(e map[string]any) bool { return e["level"] == "WARN" || e["level"] == "ERROR" }) {
+			t.Logf("daemon: %v", e)
+		}
+	})
 }
 
 // onServer is what a server holds of a template build: its databases, the

@@ -28,7 +28,9 @@ import (
 func TestBinaryLogSpace(t *testing.T) {
 	for _, p := range testenv.Providers() {
 		t.Run(p.Name, func(t *testing.T) {
-			e := newEnv(t, p, 1, lease.Config{PoolSize: 2, LeaseSpace: 8 << 30})
+			logs, logger := newLogBuffer(t)
+			logs.failureLog(t)
+			e := newEnv(t, p, 1, lease.Config{PoolSize: 2, LeaseSpace: 8 << 30, Logger: logger})
 			e.ensure(t, "app", 2)
 			idle := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})
 			churner := e.acquire(t, lease.AcquireRequest{Strategy: testdbd.StrategySnapshot, Template: "app"})

@@ -66,7 +66,7 @@ func TestDjangoSchema(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per strategy", seed, seed, *djangoN)
-	for _, p := range testenv.Providers() {
+	for _, p := range testenv.EngineCells() {
 		t.Run(p.Name, func(t *testing.T) {
 			srv := testenv.ServerOf(t, p)
 			if srv.Flavor == testdbd.MySQL && exec.Command(py, "-c", "import cryptography").Run() != nil {

@@ -66,7 +66,7 @@ func TestPropertyResetEqualsTemplate(t *testing.T) {
 	}
 	n := workloads("property.n", "TESTDBD_PROPERTY_N", propertyN, 30)
 	t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per strategy", seed, seed, n)
-	for _, p := range testenv.Providers() {
+	for _, p := range testenv.EngineCells() {
 		t.Run(p.Name, func(t *testing.T) { propertyRun(t, p, seed, n, modeAuto) })
 		if p.Kind == "native" {
 			// Schema changes detected from the binary log, as where the
@@ -616,7 +616,7 @@ func TestPropertyConcurrent(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	for _, p := range testenv.Providers() {
+	for _, p := range testenv.EngineCells() {
 		t.Run(p.Name, func(t *testing.T) {
 			f := newFixture(t, p)
 			t.Logf("seed %d (rerun with -property.seed=%d), %d workloads per lease, watching directories: %v",

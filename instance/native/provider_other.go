@@ -24,6 +24,11 @@ func New(context.Context, Config) (*Provider, error) { return nil, errLinuxOnly 
 // FindBinary fails, so that --provider auto picks docker.
 func FindBinary(string) (string, error) { return "", errLinuxOnly }
 
+// DetectEngine fails: no native server runs here.
+func DetectEngine(context.Context, string) (testdbd.Engine, error) {
+	return testdbd.Engine{}, errLinuxOnly
+}
+
 // RunBase is "": no native provider runs here.
 func RunBase(string) (string, error) { return "", nil }
 

@@ -93,6 +93,27 @@ func Providers() []Provider {
 	return out
 }
 
+// EngineCells returns the selected cells for a test whose subject is the
+// engine, not the provider: the long randomized reset proofs. They leave
+// out the Kubernetes cell unless TESTDBD_ENGINES names it: its pods run
+// the image of the Docker MariaDB 10.11 cell, and what sets it apart for a
+// reset, a datadir the daemon cannot see, is what the native cell's
+// binary-log mode runs the proof as. Each cell costs the full matrix
+// minutes there.
+func EngineCells() []Provider {
+	named := false
+	for _, tok := range strings.Split(os.Getenv("TESTDBD_ENGINES"), ",") {
+		named = named || strings.HasPrefix(strings.TrimSpace(tok), "kubernetes")
+	}
+	var out []Provider
+	for _, c := range Providers() {
+		if c.Kind != "kubernetes" || named {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Kind returns the selected cells of one kind: "native", "docker" or
 // "kubernetes".
 func Kind(kind string) []Provider {

@@ -74,3 +74,22 @@ func TestSelection(t *testing.T) {
 		t.Errorf("TESTDBD_TEST_IMAGE: %s", got)
 	}
 }
+
+// TestEngineCells: the randomized proofs leave the Kubernetes cell out
+// unless TESTDBD_ENGINES names it.
+func TestEngineCells(t *testing.T) {
+	t.Setenv("TESTDBD_TEST_IMAGE", "")
+	nat := testenv.Providers()[0]
+	cases := map[string]string{
+		"":                                    nat.Name + ",docker-mariadb-10.11,docker-mariadb-11.8,docker-mysql-9.7",
+		"docker":                              "docker-mariadb-10.11,docker-mariadb-11.8,docker-mysql-9.7",
+		"kubernetes":                          "kubernetes-mariadb-10.11",
+		"mysql-9.7, kubernetes-mariadb-10.11": "docker-mysql-9.7,kubernetes-mariadb-10.11",
+	}
+	for sel, want := range cases {
+		t.Setenv("TESTDBD_ENGINES", sel)
+		if got := names(testenv.EngineCells()); got != want {
+			t.Errorf("TESTDBD_ENGINES=%q: %s, want %s", sel, got, want)
+		}
+	}
+}

@@ -5,14 +5,43 @@
 #   bin/pause, images/pause.tar   the pod sandbox image (no registry to pull it)
 #   root/usr/bin/etcd             Debian's etcd-server, unpacked, not installed
 # Rebuilds only when tools/k8s changes (about 10 minutes on 2 cores the
-# first time; the Go build cache makes a rebuild quicker).
+# first time; the Go build cache makes a rebuild quicker). What it built is
+# also kept in the user's cache (K8S_CACHE, by default
+# ~/.cache/testdbd/k8s/, one build: the newest), so that another checkout
+# (CI's clean clone) copies it in seconds instead of linking it again.
 set -euo pipefail
 # shellcheck source=scripts/k8s/common.sh
 . "$(dirname "$0")/common.sh"
 
 key=$(cat "$MODULE/go.mod" "$MODULE/go.sum" "$MODULE/pause/main.go" | sha256sum | cut -c1-16)
 stamp=$K8S_DIR/build.key
+cache=${K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/testdbd/k8s}
+built=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl pause)
+
+# keep: copies this checkout's build into the user's cache, in place of
+# any other build there. (set -e does not apply in a function called with
+# ||: every step checks its own failure, so that a partial copy is never
+# marked done.)
+keep() {
+  local b tmp=$cache/$key.tmp
+  [ -f "$cache/$key/done" ] && return 0
+  rm -rf "$tmp" && mkdir -p "$tmp" || return 1
+  for b in "${built[@]}"; do cp "$BIN/$b" "$tmp/" || { rm -rf "$tmp"; return 1; }; done
+  cp "$K8S_DIR/images/pause.tar" "$tmp/" || { rm -rf "$tmp"; return 1; }
+  touch "$tmp/done" || return 1
+  find "$cache" -mindepth 1 -maxdepth 1 ! -name "$key.tmp" -exec rm -rf {} + && mv "$tmp" "$cache/$key"
+}
+
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
+  keep || log "could not keep the build in $cache (it is rebuilt in another checkout)"
+  exit 0
+fi
+if [ -f "$cache/$key/done" ]; then
+  mkdir -p "$BIN" "$K8S_DIR/images"
+  for b in "${built[@]}"; do cp "$cache/$key/$b" "$BIN/$b"; done
+  cp "$cache/$key/pause.tar" "$K8S_DIR/images/pause.tar"
+  echo "$key" >"$stamp"
+  log "copied the build from $cache/$key"
   exit 0
 fi
 
@@ -57,3 +86,4 @@ tar --sort=name --mtime=@0 --owner=0 --group=0 -C "$work" -cf "$K8S_DIR/images/p
 
 echo "$key" >"$stamp"
 log "build done in $(( $(date +%s) - start ))s: $BIN"
+keep || log "could not keep the build in $cache (it is rebuilt in another checkout)"
