@@ -179,6 +179,9 @@ type Log struct {
 	tidying bool
 	// pmu makes one purge run at a time (Tidy, TidyNow).
 	pmu sync.Mutex
+	// ended waits, before an XA ROLLBACK, for the sessions that are
+	// ending to let go of their transactions (see endings).
+	ended endings
 }
 
 // prepared is one XA transaction as the binary log shows it.
@@ -252,10 +255,47 @@ func (l *Log) RollBackEnded(ctx context.Context, q Querier) ([]Ended, error) {
 // and returns them, and the xids of those the log does not show (see
 // RollBackXA). One a session still holds is left alone.
 func (l *Log) rollBack(ctx context.Context, q Querier, match func(*prepared) bool) (rolledBack []*prepared, unknown []XID, err error) {
+	start := time.Now()
 	ids, err := Prepared(ctx, q)
 	if err != nil || len(ids) == 0 {
 		return nil, nil, err
 	}
+	todo, unknown, err := l.matching(ctx, q, ids, match)
+	if err != nil || len(todo) == 0 {
+		return nil, unknown, err
+	}
+	seen := todo[0].seen
+	for _, p := range todo[1:] {
+		if p.seen.After(seen) {
+			seen = p.seen
+		}
+	}
+	if err := l.ended.wait(ctx, q, start, seen); err != nil {
+		return nil, unknown, err
+	}
+	defer func() {
+		l.mu.Lock()
+		for _, p := range rolledBack {
+			delete(l.wrote, p.id)
+		}
+		l.mu.Unlock()
+	}()
+	for _, p := range todo {
+		if _, err := q.ExecContext(ctx, "XA ROLLBACK "+p.id.SQL()); err != nil {
+			if isUnknownXID(err) {
+				continue // it ended meanwhile, or a session still holds it
+			}
+			return rolledBack, unknown, fmt.Errorf("XA ROLLBACK %s: %w", p.id, err)
+		}
+		rolledBack = append(rolledBack, p)
+	}
+	return rolledBack, unknown, nil
+}
+
+// matching returns the prepared transactions of ids (XA RECOVER's list)
+// that the log shows and that match, reading the log as far as needed,
+// and the xids of those it does not show (see RollBackXA).
+func (l *Log) matching(ctx context.Context, q Querier, ids []XID, match func(*prepared) bool) (todo []*prepared, unknown []XID, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	listed := map[XID]bool{}
@@ -286,20 +326,11 @@ func (l *Log) rollBack(ctx context.Context, q Querier, match func(*prepared) boo
 			}
 			l.missing[id] = true
 			unknown = append(unknown, id)
-			continue
-		case !match(p):
-			continue
+		case match(p):
+			todo = append(todo, p)
 		}
-		if _, err := q.ExecContext(ctx, "XA ROLLBACK "+id.SQL()); err != nil {
-			if isUnknownXID(err) {
-				continue // it ended meanwhile, or a session still holds it
-			}
-			return rolledBack, unknown, fmt.Errorf("XA ROLLBACK %s: %w", id, err)
-		}
-		delete(l.wrote, id)
-		rolledBack = append(rolledBack, p)
 	}
-	return rolledBack, unknown, nil
+	return todo, unknown, nil
 }
 
 // Watch starts recording the XA transactions prepared in database (a

@@ -184,28 +184,14 @@ func explain(t *testing.T, db *sql.DB, name, query string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
+	lines, err := rowLines(rows)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		var row []string
-		for i, c := range cols {
-			row = append(row, c+"="+vals[i].String)
-		}
-		out = append(out, planCost.ReplaceAllString(strings.Join(row, " "), ""))
+	for i, l := range lines {
+		lines[i] = planCost.ReplaceAllString(l, "")
 	}
-	return strings.Join(out, "\n")
+	return strings.Join(lines, "\n")
 }
 
 // TestStatisticsFollowTemplate: the optimizer's statistics of a lease are

@@ -144,7 +144,7 @@ func propertyRun(t *testing.T, p testenv.Provider, seed uint64, workloads int, m
 					strategies.BreakXA(false)
 					strategies.BreakFulltext(false)
 					if err != nil {
-						t.Fatalf("seed %d workload %d: reset: %v\nworkload:\n%s", seed, i, err, w.log.String())
+						t.Fatalf("seed %d workload %d: reset: %v\nworkload:\n%s\nthe server after the reset failed:\n%s", seed, i, err, w.log.String(), lockHolders(f.srv.DB))
 					}
 					tg.Baseline = base
 					if os.Getenv("TESTDBD_PROPERTY_SLOW") != "" && rep.Total > 20*time.Millisecond {

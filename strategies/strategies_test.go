@@ -674,3 +674,59 @@ func ownDDLIsCounted(t *testing.T, f *fixture) {
 		t.Fatal(strings.Join(d, "\n"))
 	}
 }
+
+// lockHolders describes, for a failed test's message, what held locks on
+// the server when a reset timed out waiting for one: its sessions, its
+// transactions and the lock waits, and the XA transactions it holds
+// prepared. It reads as the server's administrator, and reports what it
+// could not read instead of failing.
+func lockHolders(db *sql.DB) string {
+	var b strings.Builder
+	for _, q := range []string{
+		"SHOW FULL PROCESSLIST",
+		"SELECT trx_id, trx_state, trx_started, trx_mysql_thread_id, trx_rows_locked, trx_rows_modified, trx_query FROM information_schema.INNODB_TRX",
+		"SELECT * FROM information_schema.INNODB_LOCK_WAITS", // MariaDB
+		"SELECT * FROM performance_schema.data_lock_waits",   // MySQL
+		"XA RECOVER",
+	} {
+		fmt.Fprintf(&b, "  %s:\n", q)
+		rows, err := db.Query(q)
+		var lines []string
+		if err == nil {
+			lines, err = rowLines(rows)
+		}
+		for _, l := range lines {
+			fmt.Fprintf(&b, "    %s\n", l)
+		}
+		if err != nil {
+			fmt.Fprintf(&b, "    (%v)\n", err)
+		}
+	}
+	return b.String()
+}
+
+// rowLines reads rows, closing them, each as "column=value ...".
+func rowLines(rows *sql.Rows) ([]string, error) {
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return out, err
+		}
+		parts := make([]string, len(cols))
+		for i, v := range vals {
+			parts[i] = cols[i] + "=" + v.String
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	return out, rows.Err()
+}
