@@ -55,7 +55,7 @@ SELECT '2024-06-01 12:00:00', u.id, CONCAT('user', u.id), 1 + u.id % 3, '[]', (S
 func TestDjangoSchema(t *testing.T) {
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import django, pymysql").Run(); err != nil {
-		t.Fatalf("%s cannot import django and pymysql (%v): run scripts/install-deps.sh clients (make test does), which installs python3-django and python3-pymysql", py, err)
+		t.Skipf("%s cannot import django and pymysql (%v): scripts/install-deps.sh clients installs python3-django and python3-pymysql (make test-all does)", py, err)
 	}
 	manage, err := filepath.Abs(filepath.Join("testdata", "djangoschema", "manage.py"))
 	if err != nil {
@@ -70,7 +70,7 @@ func TestDjangoSchema(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			srv := testenv.ServerOf(t, p)
 			if srv.Flavor == testdbd.MySQL && exec.Command(py, "-c", "import cryptography").Run() != nil {
-				t.Fatalf("PyMySQL needs python3-cryptography to log in to MySQL (caching_sha2_password): run scripts/install-deps.sh clients")
+				t.Skipf("PyMySQL needs python3-cryptography to log in to MySQL (caching_sha2_password): scripts/install-deps.sh clients installs it (make test-all does)")
 			}
 			ctx := context.Background()
 			f := &fixture{t: t, root: t, srv: srv, ddl: &strategies.DDLCounter{}, binlog: &binlog.Log{}}

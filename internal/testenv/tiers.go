@@ -48,10 +48,20 @@ var (
 func NeedImage(tb testing.TB, image string) {
 	tb.Helper()
 	NeedFull(tb, "Docker image "+image)
+	if ok, why := ImageUsable(image); !ok {
+		tb.Skip(why)
+	}
+}
+
+// ImageUsable reports whether a Docker engine is reachable and image is
+// present locally, and if not, why not, naming the command that helps.
+// Unlike NeedImage it does not look at the tier.
+func ImageUsable(image string) (bool, string) {
 	if ok, reason := DockerAvailable(); !ok {
-		tb.Skip(reason)
+		return false, reason
 	}
 	imagesMu.Lock()
+	defer imagesMu.Unlock()
 	why, seen := images[image]
 	if !seen {
 		if err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", image).Run(); err != nil {
@@ -59,10 +69,7 @@ func NeedImage(tb testing.TB, image string) {
 		}
 		images[image] = why
 	}
-	imagesMu.Unlock()
-	if why != "" {
-		tb.Skip(why)
-	}
+	return why == "", why
 }
 
 // ImageHint names the command that builds image, or says that it must be
